@@ -1,0 +1,144 @@
+"""The one data model every step shares: KB cards and the Documents built from every source."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ISSUE_ID = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<number>\d+)$")
+
+Kind = Literal["reference-section", "card", "issue", "pull"]
+State = Literal["open", "closed", "merged"]
+Component = Literal[
+    "harmony-parser",
+    "tool-calling",
+    "reasoning-output",
+    "responses-api",
+    "streaming",
+    "chat-template-rendering",
+    "model-files",
+    "tokenizer-vocab",
+    "quantization-kernels",
+    "attention-backend",
+    "multi-gpu",
+    "speculative-decoding",
+    "structured-output",
+    "client-integration",
+    "install-build",
+    "performance",
+    "other",
+]
+ErrorSource = Literal["vllm-server", "harmony-library", "client", "other-server", "model-files", "unknown"]
+
+
+def issue_id(repo: str, number: int) -> str:
+    """The canonical thread id ``owner/repo#N``."""
+    return f"{repo}#{number}"
+
+
+def split_issue_id(value: str) -> tuple[str, int]:
+    """``owner/repo#N`` -> (``owner/repo``, N); ValueError when it is not an issue id."""
+    match = ISSUE_ID.match(value)
+    if not match:
+        raise ValueError(f"{value!r} is not an issue id like owner/repo#123")
+    return match["repo"], int(match["number"])
+
+
+class Card(BaseModel):
+    """One curated KB card: a public GitHub thread summarised in the project's own words."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    repo: str
+    number: int = Field(gt=0)
+    kind: Literal["issue", "pull"]
+    state: State
+    url: str
+    title: str = Field(min_length=1)
+    labels: list[str] = []
+    error_signatures: list[str] = []
+    component: Component
+    error_source: ErrorSource
+    summary: str | None = None
+    cause: str | None = None
+    fix: str | None = None
+    workarounds: list[str] = []
+    versions: dict[str, list[str]] = {}
+    flags: list[str] = []
+    references: list[str] = []
+    fixes: list[str] = []
+    fix_confirmed: bool = False
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        split_issue_id(value)
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _github_url(cls, value: str) -> str:
+        if not value.startswith("https://github.com/"):
+            raise ValueError(f"url {value!r} is not a github.com thread")
+        return value
+
+    def model_post_init(self, __context: object) -> None:
+        if self.id != issue_id(self.repo, self.number):
+            raise ValueError(f"id {self.id!r} does not match repo {self.repo!r} and number {self.number}")
+
+
+class Document(BaseModel):
+    """A unit of retrieval: a reference-doc section, a KB card, or a live GitHub issue/PR.
+
+    A card and a live thread with the same id merge into one Document: the card's curated fields,
+    GitHub's state, title, dates and comments.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="owner/repo#N for threads, reference/x.md#anchor for doc sections")
+    kind: Kind
+    repo: str | None = None
+    number: int | None = None
+    title: str
+    url: str | None = None
+    state: State | None = None
+    labels: list[str] = []
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    closed_at: datetime | None = None
+    merged_at: datetime | None = None
+    text: str = Field(description="What is embedded and searched lexically")
+    error_signatures: list[str] = Field(default=[], description="Exact error strings, as seen")
+    normalized_signatures: list[str] = Field(default=[], description="Signatures after normalisation")
+    component: str | None = None
+    error_source: str | None = None
+    summary: str | None = None
+    cause: str | None = None
+    fix: str | None = None
+    workarounds: list[str] = []
+    versions: dict[str, list[str]] = {}
+    flags: list[str] = []
+    references: list[str] = []
+    fixes: list[str] = Field(default=[], description="For PRs: the threads this PR fixes")
+    fixed_by: list[str] = Field(default=[], description="PRs that fix this thread")
+    fix_confirmed: bool = False
+    heading_path: list[str] = Field(default=[], description="For doc sections: the heading trail")
+    curated: bool = Field(default=False, description="True when a KB card backs this document")
+    comments: int = 0
+    sources: list[str] = Field(default=[], description="Where the fields came from: snapshot, github, docs")
+
+    def content_hash(self) -> str:
+        """A stable hash of everything stored; unchanged documents are never re-embedded."""
+        payload = self.model_dump(mode="json")
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    def embedding_hash(self) -> str:
+        """A hash of the embedded text only: metadata changes do not need a new embedding."""
+        return hashlib.sha256(self.text.encode()).hexdigest()

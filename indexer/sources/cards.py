@@ -1,0 +1,114 @@
+"""The bundled KB snapshot: cards.jsonl loaded through the validated Card model."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from indexer.documents import Card, Document
+from indexer.errors import SnapshotError
+from indexer.signatures import normalize_signature
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+CARDS_PATH = DATA_DIR / "cards.jsonl"
+SNAPSHOT_META_PATH = DATA_DIR / "SNAPSHOT.json"
+
+
+def load_cards(path: Path = CARDS_PATH) -> list[Card]:
+    """Read and validate every card; a malformed line raises SnapshotError naming file and line."""
+    cards: list[Card] = []
+    seen: dict[str, int] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SnapshotError(f"cannot read KB snapshot {path}: {exc}") from exc
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            card = Card.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise SnapshotError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "card"
+            raise SnapshotError(f"{path}:{lineno}: invalid card field {where!r}: {first['msg']}") from exc
+        if card.id in seen:
+            raise SnapshotError(f"{path}:{lineno}: duplicate card id {card.id} (first on line {seen[card.id]})")
+        seen[card.id] = lineno
+        cards.append(card)
+    if not cards:
+        raise SnapshotError(f"{path}: the KB snapshot holds no cards")
+    return cards
+
+
+@lru_cache(maxsize=1)
+def bundled_cards() -> tuple[Card, ...]:
+    """The bundled snapshot, parsed once per process."""
+    return tuple(load_cards())
+
+
+def snapshot_meta() -> dict[str, Any]:
+    """Snapshot date and provenance of the bundled KB."""
+    return json.loads(SNAPSHOT_META_PATH.read_text(encoding="utf-8"))
+
+
+def card_text(card: Card) -> str:
+    """The searchable text of a card: title, error strings, our summary/cause/fix, flags."""
+    parts = [card.title, *card.error_signatures]
+    parts += [p for p in (card.summary, card.cause, card.fix) if p]
+    parts += card.workarounds
+    if card.flags:
+        parts.append("Flags: " + ", ".join(card.flags))
+    return "\n".join(parts)
+
+
+def fixed_by_index(cards: tuple[Card, ...] | list[Card]) -> dict[str, list[str]]:
+    """Map each thread id to the PRs whose card says they fix it."""
+    index: dict[str, list[str]] = {}
+    for card in cards:
+        for target in card.fixes:
+            index.setdefault(target, []).append(card.id)
+    return index
+
+
+def card_to_document(card: Card, fixed_by: list[str] | None = None) -> Document:
+    """Turn a card into the shared Document model."""
+    return Document(
+        id=card.id,
+        kind="card",
+        repo=card.repo,
+        number=card.number,
+        title=card.title,
+        url=card.url,
+        state=card.state,
+        labels=list(card.labels),
+        text=card_text(card),
+        error_signatures=list(card.error_signatures),
+        normalized_signatures=[normalize_signature(s) for s in card.error_signatures],
+        component=card.component,
+        error_source=card.error_source,
+        summary=card.summary,
+        cause=card.cause,
+        fix=card.fix,
+        workarounds=list(card.workarounds),
+        versions={k: list(v) for k, v in card.versions.items()},
+        flags=list(card.flags),
+        references=list(card.references),
+        fixes=list(card.fixes),
+        fixed_by=sorted(set(fixed_by or [])),
+        fix_confirmed=card.fix_confirmed,
+        curated=True,
+        sources=["snapshot"],
+    )
+
+
+def card_documents(cards: tuple[Card, ...] | list[Card] | None = None) -> list[Document]:
+    """Every card as a Document, with ``fixed_by`` filled from the PR cards that fix it."""
+    cards = bundled_cards() if cards is None else cards
+    fixed = fixed_by_index(cards)
+    return [card_to_document(card, fixed.get(card.id)) for card in cards]
