@@ -1,48 +1,96 @@
 """Error-line extraction and normalisation, shared by the indexer (threads) and the service (queries).
 
-Every pattern here is linear-time on its input: no nested quantifiers, bounded repetition only, so a
-1 MB pathological log is analysed in well under a second.
+Every pattern here is linear-time on its input: no nested unbounded quantifiers, bounded repetition
+only, and lines are cut to a fixed length before matching, so a 1 MB pathological log is analysed in
+well under a second.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-# Log prefixes seen in vLLM, uvicorn, docker compose, systemd, ollama and generic Python logging.
+MAX_LINE = 2000
+"""Longer lines are cut before any pattern runs on them."""
+
+# Log decorations seen in vLLM, uvicorn, docker compose, systemd, ollama, sglang and Python logging.
 _PREFIXES = [
-    re.compile(r"^[\w.-]{1,40}\s{0,8}\|\s?"),  # docker compose "vllm-1  | "
+    re.compile(r"^[\w.-]{1,40} {0,12}\| ?"),  # docker compose "vllm-1  | "
     re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,64} [\w.@/-]{1,64}(?:\[\d{1,10}\])?: "),  # syslog
-    re.compile(r"^\(\w[\w ]{0,40}pid=\d{1,10}\)\s?"),  # (APIServer pid=1)
-    re.compile(r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]?\s?"),  # ISO time
-    re.compile(r"^(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\s{1,8}"),
-    re.compile(r"^\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?\s{1,4}"),  # vLLM "09-02 17:45:51"
-    re.compile(r"^\[[\w./-]{1,80}:\d{1,6}\]\s?"),  # [serving_chat.py:1145]
-    re.compile(r"^\(\w[\w ]{0,40}pid=\d{1,10}\)\s?"),  # a second tag after the level
+    re.compile(r"^\((?:\w[\w ]{0,40})?pid=\d{1,10}\) ?"),  # (APIServer pid=1)
+    re.compile(r"^\[rank\d{1,5}\]:? ?"),
+    re.compile(r"^\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ?"),
+    re.compile(r"^\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] ?"),  # TensorRT-LLM [05/02/2026-11:20:07]
+    re.compile(r"^time=\S{1,40} "),
+    re.compile(r"^\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|E|W|I)\]? {1,8}"),
+    re.compile(r"^level=\w{1,10} "),
+    re.compile(r"^\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? {1,4}"),  # vLLM "09-02 17:45:51"
+    re.compile(r"^\d\d:\d\d:\d\d(?:\.\d{1,6})? {1,4}"),
+    re.compile(r"^\[[\w./-]{1,80}:\d{1,6}\] ?"),  # [serving_chat.py:1145]
+    re.compile(r"^source=[\w./-]{1,80}:\d{1,6} "),
+    re.compile(r"^\[[\w .-]{1,20}\] "),  # [TRT-LLM]
 ]
 
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
-_HEX = re.compile(r"\b0x[0-9a-f]{4,}\b", re.I)
-_LONG_HEX = re.compile(r"\b[0-9a-f]{16,}\b", re.I)
+_HEX = re.compile(r"\b0x[0-9a-f]{4,64}\b", re.I)
+_LONG_HEX = re.compile(r"\b[0-9a-f]{16,128}\b", re.I)
 _REQ_ID = re.compile(r"\b(?:chatcmpl|cmpl|resp|req|call|msg|fc|rs)[-_][\w-]{6,64}\b")
 _IPPORT = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d{1,5})?\b")
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:/[\w.@+-]{1,128}){2,40}/?")
 _TIME = re.compile(r"\b\d{1,2}:\d\d:\d\d(?:\.\d{1,9})?\b")
-_DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b|\b\d\d-\d\d(?= \d)")
-_SPACE = re.compile(r"\s{1,1000}")
+_DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
+_SPACE = re.compile(r"\s{1,2000}")
+_WORD = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
 
-ERROR_LINE = re.compile(
-    r"(?:\b[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Warning)\b[:(]"  # FooError: / FooError(
-    r"|\bHarmonyError\b|\bTraceback \(most recent call last\)"
-    r"|\b(?:ERROR|CRITICAL|FATAL|panic|error|failed|Failed|FAILED)\b"
-    r"|\bError code: \d{3}"
-    r"|\bassert\w*\b)"
+# An exception line: a (dotted) class name ending in Error/Exception/... then ':' or '(' or the end.
+_EXCEPTION = re.compile(
+    r"^(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::|\(|$)"
 )
+_ERRORISH = re.compile(
+    r"\b(?:HarmonyError|error|Error|ERROR|failed|Failed|FAILED|fatal|FATAL|panic|invalid|Invalid|"
+    r"not supported|unsupported|Unsupported|Unexpected|unexpected|cannot|Cannot|unable|Unable|"
+    r"unrecognized|no module named|No module named|not found|no \w{1,20} found)\b"
+)
+_ACCESS_LOG = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" \d{3}')
+_LEVEL_ERROR = re.compile(r"(?:^|[\s\[(])(?:ERROR|CRITICAL|FATAL|level=ERROR|\[E\])(?:[\s\])]|$)")
+_LEVEL_WARN = re.compile(r"(?:^|[\s\[(])(?:WARNING|WARN|level=WARN|\[W\])(?:[\s\])]|$)")
+_LEVEL_INFO = re.compile(r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG)(?:[\s\])]|$)")
+_FRAME = re.compile(r'^File "([^"]{1,400})", line \d{1,7}, in ([\w<>.]{1,120})')
+_SOURCE_LINE = re.compile(r"^(?:raise|assert|return|await|self\.|[\w.]{1,80} = |[\w.]{1,80}\()")
+# Messages that wrap the real error: they say "see above" and carry no cause of their own.
+_WRAPPER = re.compile(
+    r"(?:see (?:the )?(?:root cause|stack trace)|root cause above|failed to start\.?$|hit an exception|"
+    r"^traceback \(most recent call last\)|direct cause of the following|during handling of the above|"
+    r"^error in (?:chat completion|completion) (?:stream|full) generator|^exception in asgi application|"
+    r"^\^+$|^~+$)",
+    re.I,
+)
+# Messages embedded in a line: JSON/dict error bodies, Go key=value logs, "Error in request: ...".
+_EMBEDDED = [
+    re.compile(r"""['"](?:message|detail|error|msg)['"]\s{0,3}:\s{0,3}(['"])(.{4,1500}?)(?<!\\)\1"""),
+    re.compile(r"""\b(?:msg|error|err)=(")(.{4,1500}?)(?<!\\)\1"""),
+    re.compile(r"""\b(?:Error in request|error|Error): (())(.{4,1500})$"""),
+]
+
+
+@dataclass(frozen=True)
+class ErrorLine:
+    """One error-looking line of a log, with how much it should count."""
+
+    text: str
+    """The line without its log decorations."""
+    weight: float
+    """Evidence weight: exceptions and server messages count most, warnings and wrappers least."""
+    position: int
+    """Line number in the input (0-based)."""
+    kind: str
+    """exception | message | error | warning | source | wrapper"""
 
 
 def strip_log_prefix(line: str) -> str:
     """Remove log decorations (container name, pid tag, time, level, source location) from a line."""
-    text = line.strip()
-    for _ in range(3):
+    text = line.strip()[:MAX_LINE]
+    for _ in range(4):
         before = text
         for pattern in _PREFIXES:
             text = pattern.sub("", text, count=1).lstrip()
@@ -66,21 +114,101 @@ def normalize_signature(text: str) -> str:
     return text.strip().lower()
 
 
-def extract_error_lines(text: str, limit: int = 50) -> list[str]:
-    """Lines that look like errors, prefix-stripped, in order of appearance, deduplicated."""
+def signature_tokens(text: str) -> list[str]:
+    """Word tokens of a normalised signature, used for overlap matching."""
+    return _WORD.findall(normalize_signature(text))
+
+
+def _embedded_messages(line: str) -> list[str]:
+    found: list[str] = []
+    for pattern in _EMBEDDED:
+        for match in pattern.finditer(line):
+            message = match.group(2).replace("\\'", "'").replace('\\"', '"').strip()
+            if len(message) >= 4 and message not in found:
+                found.append(message)
+    return found
+
+
+def classify_line(raw: str, after_frame: bool = False) -> tuple[str, str] | None:
+    """(kind, text) for an error-looking line, None for anything else.
+
+    ``after_frame`` says the previous line was a traceback frame (``File "...", line N``), so this
+    line is source code quoted by the traceback, whatever its log level.
+    """
+    raw = raw[:MAX_LINE]
+    text = strip_log_prefix(raw)
+    if not text or len(text) < 4 or _FRAME.match(text):
+        return None
+    if after_frame or text.startswith(("^", "~")):
+        is_raise = text.startswith(("raise", "assert"))
+        return ("source", text) if is_raise else None
+    if _ACCESS_LOG.search(text):
+        return ("access", text) if not text.rstrip().endswith(("200 OK", "201 Created")) else None
+    if _WRAPPER.search(text):
+        return ("wrapper", text)
+    if _EXCEPTION.match(text) or text.startswith("HarmonyError"):
+        return ("exception", text)
+    if _SOURCE_LINE.match(text) and not _LEVEL_ERROR.search(raw[: len(raw) - len(text)]):
+        return ("source", text) if ("raise" in text[:6] or text.startswith("assert")) else None
+    level_part = raw[: max(0, len(raw) - len(text))] + " " + text[:12]
+    errorish = bool(_ERRORISH.search(text))
+    if _LEVEL_ERROR.search(level_part):
+        return ("error", text)
+    if _LEVEL_WARN.search(level_part):
+        return ("warning", text) if errorish else ("notice", text)
+    if _LEVEL_INFO.search(level_part):
+        return ("error", text) if ("error" in text.lower() and ("msg=" in text or "failed" in text)) else None
+    if errorish:
+        return ("error", text)
+    return None
+
+
+_KIND_WEIGHT = {
+    "exception": 1.4,
+    "message": 1.4,
+    "error": 1.0,
+    "warning": 0.45,
+    "notice": 0.3,
+    "access": 0.3,
+    "source": 0.35,
+    "wrapper": 0.15,
+}
+
+
+def error_lines(text: str, limit: int = 40) -> list[ErrorLine]:
+    """Error-looking lines of a log, deduplicated, each with a kind and an evidence weight.
+
+    Embedded server messages (JSON error bodies, ``msg=``/``error=`` fields, ``Error in request: ...``)
+    become lines of their own, since they carry the server's own words inside a client's exception.
+    """
     seen: set[str] = set()
-    lines: list[str] = []
-    for raw in text.splitlines():
-        if len(raw) > 4000:
-            raw = raw[:4000]
-        if not ERROR_LINE.search(raw):
+    out: list[ErrorLine] = []
+    after_frame = False
+    for position, raw in enumerate(text.splitlines()):
+        classified = classify_line(raw, after_frame)
+        after_frame = bool(_FRAME.match(strip_log_prefix(raw[:MAX_LINE])))
+        if classified is None:
             continue
-        line = strip_log_prefix(raw)
-        key = normalize_signature(line)
-        if not line or key in seen:
-            continue
-        seen.add(key)
-        lines.append(line)
-        if len(lines) >= limit:
+        kind, line = classified
+        candidates = [(kind, line)]
+        if kind in {"exception", "error", "warning"}:
+            candidates += [("message", m) for m in _embedded_messages(line)]
+        for cand_kind, cand in candidates:
+            key = normalize_signature(cand)
+            if not key or key in seen:
+                continue
+            seen.add(key)
+            out.append(ErrorLine(cand[:MAX_LINE], _KIND_WEIGHT[cand_kind], position, cand_kind))
+        if len(out) >= limit * 4:
             break
-    return lines
+    return rank_error_lines(out)[:limit]
+
+
+def rank_error_lines(lines: list[ErrorLine]) -> list[ErrorLine]:
+    """Root cause first: strongest kind first, earliest first within a kind."""
+    return sorted(lines, key=lambda e: (-e.weight, e.position))
+
+
+def extract_error_lines(text: str, limit: int = 50) -> list[str]:
+    """Error lines without log decorations, root cause first (exceptions and server messages lead)."""
+    return [e.text for e in error_lines(text, limit) if e.kind not in {"wrapper", "source", "notice", "access"}]

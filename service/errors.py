@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DoctorError(Exception):
     """Base of every error the service raises on purpose."""
@@ -10,10 +12,13 @@ class DoctorError(Exception):
     title: str = "Internal error"
     type_: str = "about:blank"
 
-    def __init__(self, detail: str, *, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, detail: str, *, headers: dict[str, str] | None = None, extensions: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.headers = headers or {}
+        self.extensions = extensions or {}  # extra problem+json members, e.g. the failing fields
 
 
 class ConfigError(DoctorError):
@@ -63,6 +68,13 @@ class Disabled(DoctorError):
 
     status = 403
     title = "Disabled"
+
+
+class Busy(DoctorError):
+    """The requested run cannot start: another index or sync run is in progress."""
+
+    status = 409
+    title = "Busy"
 
 
 class NotReady(DoctorError):

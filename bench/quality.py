@@ -1,0 +1,171 @@
+"""Retrieval quality on the labelled eval sets: the full pipeline against two baselines, in one run.
+
+Metrics (see ../shared/eval/README.md): hit@1, hit@5 and MRR@10 over queries with relevant ids; the
+negatives' rate of answers without a high-confidence issue; origin accuracy over queries that state
+``expect.side``; advice hit rate over queries that state ``expect.advice_any``.
+
+Baselines: plain BM25 over the cards (title + signatures + summary/cause/fix + flags, the whole query
+text) and dense retrieval alone (the bundled model over the same card text).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import bm25s
+import numpy as np
+
+from indexer.sources.cards import bundled_cards
+
+EVAL_DIR = Path(os.environ.get("GPTOSS_DOCTOR_EVAL_DIR", Path(__file__).resolve().parents[2] / "shared" / "eval"))
+
+
+@dataclass
+class Query:
+    """One labelled query."""
+
+    id: str
+    category: str
+    text: str
+    relevant: list[str]
+    side: str | None
+    advice_any: list[str]
+    no_match: bool
+
+
+@dataclass
+class Outcome:
+    """What a system answered for one query."""
+
+    ranked: list[str]
+    high_confidence: bool = False
+    side: str | None = None
+    answer_text: str = ""
+
+
+@dataclass
+class Metrics:
+    """Aggregated metrics for one system on one eval set."""
+
+    n: int = 0
+    hit1: float = 0.0
+    hit5: float = 0.0
+    mrr10: float = 0.0
+    negatives: int = 0
+    negatives_no_match: float | None = None
+    origin_n: int = 0
+    origin_accuracy: float | None = None
+    advice_n: int = 0
+    advice_hit: float | None = None
+    misses: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = dict(self.__dict__)
+        data.pop("misses")
+        return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in data.items()}
+
+
+def load_queries(name: str, eval_dir: Path = EVAL_DIR) -> list[Query]:
+    """Read one eval file (``dev.jsonl`` or ``dev-hard.jsonl``)."""
+    queries = []
+    for line in (eval_dir / name).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        expect = raw.get("expect") or {}
+        queries.append(
+            Query(
+                id=raw["id"],
+                category=raw["category"],
+                text=raw["query"],
+                relevant=list(raw.get("relevant") or []),
+                side=expect.get("side"),
+                advice_any=list(expect.get("advice_any") or []),
+                no_match=bool(expect.get("no_match")),
+            )
+        )
+    return queries
+
+
+def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Metrics:
+    """Run a system over the queries and aggregate the metrics."""
+    m = Metrics()
+    origin_ok = advice_ok = negatives_ok = 0
+    for q in queries:
+        out = system(q)
+        if q.relevant:
+            m.n += 1
+            relevant = set(q.relevant)
+            rank = next((i for i, doc_id in enumerate(out.ranked[:10]) if doc_id in relevant), None)
+            if rank == 0:
+                m.hit1 += 1
+            if rank is not None and rank < 5:
+                m.hit5 += 1
+            if rank is not None:
+                m.mrr10 += 1 / (rank + 1)
+            if rank is None or rank > 0:
+                m.misses.append(f"{q.id} rank={rank} top={out.ranked[:3]} want={q.relevant[:3]}")
+        if q.no_match:
+            m.negatives += 1
+            negatives_ok += not out.high_confidence
+            if out.high_confidence:
+                m.misses.append(f"{q.id} negative answered with high confidence: {out.ranked[:2]}")
+        if q.side:
+            m.origin_n += 1
+            origin_ok += out.side == q.side
+            if out.side != q.side:
+                m.misses.append(f"{q.id} origin {out.side} != {q.side}")
+        if q.advice_any:
+            m.advice_n += 1
+            hit = any(a.lower() in out.answer_text.lower() for a in q.advice_any)
+            advice_ok += hit
+            if not hit:
+                m.misses.append(f"{q.id} advice missing any of {q.advice_any}")
+    if m.n:
+        m.hit1, m.hit5, m.mrr10 = m.hit1 / m.n, m.hit5 / m.n, m.mrr10 / m.n
+    m.negatives_no_match = negatives_ok / m.negatives if m.negatives else None
+    m.origin_accuracy = origin_ok / m.origin_n if m.origin_n else None
+    m.advice_hit = advice_ok / m.advice_n if m.advice_n else None
+    return m
+
+
+def card_baseline_text(card: Any) -> str:
+    """The baselines' card text: title + signatures + summary/cause/fix + flags (as the eval README)."""
+    parts = [card.title, *card.error_signatures, card.summary or "", card.cause or "", card.fix or "", *card.flags]
+    return "\n".join(parts)
+
+
+class BM25Baseline:
+    """Plain BM25 over the cards with the whole query text, bm25s defaults (English stopwords)."""
+
+    def __init__(self) -> None:
+        self.cards = list(bundled_cards())
+        self.ids = [c.id for c in self.cards]
+        self.retriever = bm25s.BM25()
+        corpus = bm25s.tokenize([card_baseline_text(c) for c in self.cards], stopwords="en", show_progress=False)
+        self.retriever.index(corpus, show_progress=False)
+
+    def __call__(self, q: Query) -> Outcome:
+        tokens = bm25s.tokenize([q.text], stopwords="en", show_progress=False)
+        docs, _ = self.retriever.retrieve(tokens, k=10, show_progress=False)
+        return Outcome(ranked=[self.ids[i] for i in docs[0]])
+
+
+class DenseBaseline:
+    """Dense retrieval alone: the bundled model over the card text, the whole query text."""
+
+    def __init__(self, encode: Callable[[list[str]], np.ndarray]) -> None:
+        self.cards = list(bundled_cards())
+        self.ids = [c.id for c in self.cards]
+        self.encode = encode
+        self.matrix = encode([card_baseline_text(c) for c in self.cards])
+
+    def __call__(self, q: Query) -> Outcome:
+        vector = self.encode([q.text])[0]
+        order = np.argsort(-(self.matrix @ vector))[:10]
+        return Outcome(ranked=[self.ids[i] for i in order])

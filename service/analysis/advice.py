@@ -1,0 +1,472 @@
+"""Configuration advice: server flags, request parameters, env vars and versions, each with sources.
+
+Rules fire on what the input shows (error text, flags seen, versions) and on the curated fields of
+the best hits (fix, workarounds, flags, versions). Nothing is advised without a source: an issue id
+from the hits or the bundled KB.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, Field
+
+from indexer.documents import Card, Document
+from indexer.sources.cards import bundled_cards
+from service.analysis.input import ParsedInput
+from service.analysis.origin import categorize
+
+# Harmony stop tokens, as openai-harmony's HARMONY_GPT_OSS encoding reports them
+# (stop_tokens_for_assistant_actions(): <|call|>, <|return|>); tests pin them to the real library.
+RETURN_TOKEN, CALL_TOKEN = 200002, 200012
+
+
+class Advice(BaseModel):
+    """One piece of configuration advice."""
+
+    summary: str = Field(description="What to change and why")
+    flags: list[str] = Field(default=[], description="Server flags, request params or env vars involved")
+    sources: list[str] = Field(
+        default=[], description="Issue ids (owner/repo#N) or reference/<doc>.md#anchor"
+    )
+
+
+# --- what the input shows --------------------------------------------------------------------------
+
+_CLI_FLAG = re.compile(r"--([a-z][a-z0-9-]{1,60})(?:[= ]+([\w./:-]{1,80}))?")
+_ARGS_KEY = re.compile(r"'([a-z][a-z0-9_]{1,60})':\s{0,4}'?([\w./:-]{1,80})")
+_TOOL_CHOICE = re.compile(r"(?<![\w])tool_choice[\"']?\s{0,3}[=:]\s{0,3}[\"'{]?\s{0,3}([\w\"':]{1,40})", re.I)
+
+
+_COMMAND_LINE = re.compile(
+    r"\bvllm serve\b|vllm\.entrypoints|api_server\b|docker run|^\s{0,8}[$#>]\s|\bserve\s", re.I
+)
+
+
+def seen_flags(parsed: ParsedInput) -> dict[str, str]:
+    """Server flags and request params the input shows: ``{"tool-call-parser": "openai", ...}``.
+
+    CLI flags count only on command lines (an error message that names a flag is not a setting);
+    ``'key': value`` pairs count anywhere (vLLM's "non-default args" and sampling-params dicts).
+    """
+    found: dict[str, str] = {}
+    lines = [*parsed.flags, *(ln for ln in parsed.text[:200_000].splitlines() if _COMMAND_LINE.search(ln))]
+    for text in lines:
+        for match in _CLI_FLAG.finditer(text):
+            value = match.group(2) or "true"
+            found.setdefault(match.group(1), "true" if value.startswith("-") else value)
+    for match in _ARGS_KEY.finditer(parsed.text[:200_000]):
+        found.setdefault(match.group(1).replace("_", "-"), match.group(2))
+    for text in [*parsed.flags, parsed.text[:200_000]]:
+        for match in _TOOL_CHOICE.finditer(text):
+            found.setdefault("tool-choice", match.group(1).strip("\"'{ ").lower())
+    return found
+
+
+def _norm_version(text: str) -> Version | None:
+    """``0.10.1+gptoss`` -> 0.10.1, ``v0.11.0`` -> 0.11.0, ``0.10.2.dev71+g4e8614e88`` -> 0.10.2.dev71."""
+    match = re.match(r"v?(\d+(?:\.\d+){1,3}(?:\.?(?:dev|rc|post)\d*)?)", text.strip())
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except InvalidVersion:
+        return None
+
+
+def user_vllm_version(parsed: ParsedInput) -> str | None:
+    """The vLLM version the input shows (from the parser, or the API server's start-up line)."""
+    if parsed.versions.get("vllm"):
+        return parsed.versions["vllm"]
+    match = re.search(
+        r"vLLM API server version (\S+)|vllm[=/ -]{1,3}v?(\d+\.\d+(?:\.\d+)?\S*)", parsed.text[:200_000]
+    )
+    if match:
+        return match.group(1) or match.group(2)
+    return None
+
+
+# --- what the KB knows -------------------------------------------------------------------------------
+
+_MIN_VERSION = re.compile(
+    r"(?:vLLM|vllm)\s(?:version\s)?v?(\d+\.\d+(?:\.\d+)?)\s(?:or newer|or later|and (?:newer|later))"
+    r"|(?:only exists|available|supported) (?:from|since) (?:vLLM\s)?v?(\d+\.\d+(?:\.\d+)?)"
+    r"|ship in (?:vLLM\s)?v?(\d+\.\d+(?:\.\d+)?)|fixed in (?:vLLM\s|release\s)?v?(\d+\.\d+(?:\.\d+)?)"
+)
+
+
+def fixing_version(doc: Document | Card) -> str | None:
+    """The vLLM version a card says fixes (or first supports) what it describes, if it says one."""
+    if doc.repo not in {"vllm-project/vllm", "vllm-project/recipes"}:
+        return None
+    for text in (doc.fix, doc.summary):
+        if text and (match := _MIN_VERSION.search(text)):
+            return next(g for g in match.groups() if g)
+    return None
+
+
+@lru_cache(maxsize=1)
+def _kb() -> dict[str, Card]:
+    return {card.id: card for card in bundled_cards()}
+
+
+def _kb_sources(pattern: str, limit: int = 3) -> list[str]:
+    """KB cards that back ``pattern``: a confirmed fix or a workaround naming it first, bare flags last."""
+    rx = re.compile(pattern, re.I)
+    scored: list[tuple[int, Card]] = []
+    for card in _kb().values():
+        in_fix = bool(card.fix and rx.search(card.fix)) and card.fix_confirmed
+        in_workaround = any(rx.search(t) for t in card.workarounds)
+        in_flags = any(rx.search(t) for t in card.flags) and card.fix_confirmed
+        score = 3 * in_fix + 2 * in_workaround + in_flags
+        if score:
+            scored.append((score, card))
+    scored.sort(key=lambda item: (-item[0], item[1].state != "merged", -item[1].number))
+    return [card.id for _, card in scored[:limit]]
+
+
+def _hit_sources(hits: Sequence[Document], pattern: str) -> list[str]:
+    rx = re.compile(pattern, re.I)
+    return [
+        h.id
+        for h in hits
+        if any(rx.search(t) for t in [*h.flags, *h.workarounds, h.fix or "", h.summary or "", h.title])
+    ]
+
+
+def _sources(hits: Sequence[Document], pattern: str, limit: int = 3) -> list[str]:
+    ids = _hit_sources(hits, pattern)
+    for extra in _kb_sources(pattern, limit):
+        if extra not in ids:
+            ids.append(extra)
+    return ids[:limit]
+
+
+def _min_version_for(pattern: str) -> tuple[str, str] | None:
+    """The lowest vLLM version the KB says is needed for something matching ``pattern``."""
+    rx = re.compile(pattern, re.I)
+    best: tuple[Version, str, str] | None = None
+    for card in _kb().values():
+        version = fixing_version(card)
+        if version is None or not any(
+            rx.search(t) for t in [card.fix or "", card.summary or "", *card.flags]
+        ):
+            continue
+        parsed = _norm_version(version)
+        if parsed is not None and (best is None or parsed < best[0]):
+            best = (parsed, version, card.id)
+    return (best[1], best[2]) if best else None
+
+
+# --- rules ---------------------------------------------------------------------------------------------
+
+_OTHER_ENGINE = re.compile(r"\bollama\b|\bsglang\b|llama\.cpp|\blm ?studio\b|tensorrt|\bmlx\b|\bvmlx\b", re.I)
+_VLLM = re.compile(r"\bvllm\b", re.I)
+_TOOL_SYMPTOM = re.compile(
+    r"tool[_ ]calls?\b|tool choice|tool_choice|function (?:call|invocation)s?\b|tools array|call a function"
+    r"|use one of (?:the|its) functions|enable-auto-tool-choice|tool-call-parser|tool_call_parser",
+    re.I,
+)
+_REASONING_SYMPTOM = re.compile(
+    r"reasoning_content|reasoning (?:field|text|tokens?|leaks?|shows|appears|ends up)|reasoning parser"
+    r"|analysis channel|chain of thought|thinking (?:text|appears|shows|leaks)",
+    re.I,
+)
+_STOP_SYMPTOM = re.compile(
+    r"ignore_eos(?![\"']?\s{0,3}[=:]\s{0,3}[\"']?(?:false|0)\b)|min_tokens[\"']?\s{0,3}[=:]\s{0,3}[1-9]"
+    r"|never stops|doesn't stop|does not stop|past (?:the )?<\|return\|>",
+    re.I,
+)
+_SINKS = re.compile(r"attention sin|Sinks are only supported|sinks not supported", re.I)
+_RETURN_ERROR = re.compile(r"Unexpected token (?:200002|200012) while expect")
+
+
+def _vllm_context(parsed: ParsedInput, hits: Sequence[Document]) -> bool:
+    """True unless the input is clearly about another serving engine."""
+    text = parsed.text[:200_000]
+    if _VLLM.search(text):
+        return True
+    if _OTHER_ENGINE.search(text):
+        return False
+    return not hits or hits[0].repo in {"vllm-project/vllm", "vllm-project/recipes", "openai/harmony", None}
+
+
+def _tool_parser_advice(
+    parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str], category: str
+) -> list[Advice]:
+    text = parsed.text[:200_000]
+    wants_tools = category == "tool-calling" or bool(_TOOL_SYMPTOM.search(text))
+    if not wants_tools or not _vllm_context(parsed, hits):
+        return []
+    has_parser = flags.get("tool-call-parser", "").lower() == "openai"
+    has_auto = "enable-auto-tool-choice" in flags and flags["enable-auto-tool-choice"].lower() not in {
+        "false",
+        "0",
+    }
+    advice: list[Advice] = []
+    minimum = _min_version_for(r"tool-call-parser openai")
+    version = user_vllm_version(parsed)
+    if not (has_parser and has_auto):
+        missing = [
+            f
+            for f, ok in (("--tool-call-parser openai", has_parser), ("--enable-auto-tool-choice", has_auto))
+            if not ok
+        ]
+        summary = (
+            "Start vLLM with `--tool-call-parser openai --enable-auto-tool-choice` (not seen: "
+            f"{', '.join(missing)}): "
+            "without them gpt-oss tool calls are not parsed into `tool_calls` and arrive as "
+            "text, or requests with "
+            'tool_choice "auto" are rejected.'
+        )
+        if minimum:
+            summary += f" The `openai` tool-call parser needs vLLM >= {minimum[0]}."
+        advice.append(
+            Advice(
+                summary=summary,
+                flags=["--tool-call-parser openai", "--enable-auto-tool-choice"],
+                sources=_sources(hits, r"enable-auto-tool-choice|tool-call-parser[ =]openai")
+                + ([minimum[1]] if minimum else []),
+            )
+        )
+    invalid_parser = re.search(r"invalid tool call parser: openai", text)
+    if minimum and (invalid_parser or (version and _older(version, minimum[0]) and has_parser)):
+        shown = f"your vLLM {version}" if version else "this vLLM"
+        advice.append(
+            Advice(
+                summary=f"Upgrade vLLM to {minimum[0]} or newer: {shown} does not have the "
+                "`openai` tool-call parser "
+                "that gpt-oss tool calling needs.",
+                flags=["--tool-call-parser openai"],
+                sources=[minimum[1], *_hit_sources(hits, r"invalid tool call parser")][:3],
+            )
+        )
+    return advice
+
+
+def _older(version: str, minimum: str) -> bool:
+    have, need = _norm_version(version), _norm_version(minimum)
+    return have is not None and need is not None and have < need
+
+
+def _tool_choice_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str]) -> list[Advice]:
+    choice = flags.get("tool-choice")
+    if choice is None or choice.startswith("auto") or choice.startswith("none"):
+        return []
+    return [
+        Advice(
+            summary=f"tool_choice={choice!r} is not enforced for gpt-oss on vLLM: the `openai` tool parser "
+            'handles tool_choice "auto"; "required" or a named function is ignored (or rejected on the '
+            'Responses API), so validate tool calls on the client or send tool_choice "auto" with clear '
+            "instructions.",
+            flags=[f"tool_choice={choice}", "tool_choice=auto"],
+            sources=_sources(hits, r"tool_choice\W{0,3}(?:required|auto)|only supports auto"),
+        )
+    ]
+
+
+def _reasoning_advice(
+    parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str], category: str
+) -> list[Advice]:
+    if not (category == "reasoning-output" or _REASONING_SYMPTOM.search(parsed.text[:200_000])):
+        return []
+    if flags.get("reasoning-parser", "").lower().replace("-", "_") == "openai_gptoss" or not _vllm_context(
+        parsed, hits
+    ):
+        return []
+    return [
+        Advice(
+            summary="Start vLLM with `--reasoning-parser openai_gptoss` so the analysis channel "
+            "is returned in the "
+            "reasoning field instead of mixing with the answer; clients that read `reasoning_content` vs "
+            "`reasoning` may need to match the field your vLLM version returns.",
+            flags=["--reasoning-parser openai_gptoss"],
+            sources=_sources(hits, r"reasoning-parser[ =]openai_gptoss"),
+        )
+    ]
+
+
+def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) -> list[Advice]:
+    if category != "vocab-download":
+        return []
+    return [
+        Advice(
+            summary="Provide the Harmony vocabulary offline: put `o200k_base.tiktoken` (sha256 "
+            "446a9538…1a2d) in a "
+            "local folder and set `TIKTOKEN_ENCODINGS_BASE=<that folder>` in the server's "
+            "environment before it "
+            "starts, so openai-harmony does not try to download it.",
+            flags=["TIKTOKEN_ENCODINGS_BASE"],
+            sources=_sources(hits, r"TIKTOKEN_ENCODINGS_BASE"),
+        )
+    ]
+
+
+def _stop_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str]) -> list[Advice]:
+    text = parsed.text[:200_000]
+    ignore_eos = flags.get("ignore-eos", "false").lower() not in {"false", "0"}
+    if not (_RETURN_ERROR.search(text) or _STOP_SYMPTOM.search(text) or ignore_eos):
+        return []
+    return [
+        Advice(
+            summary="Do not send `ignore_eos` (or a `min_tokens` that forces generation past "
+            "the end) to gpt-oss: "
+            f"the model then writes past <|return|> ({RETURN_TOKEN}) / <|call|> ({CALL_TOKEN}) "
+            "and the Harmony parser "
+            "rejects the extra token. Keep the model's generation_config.json eos_token_id list (it includes "
+            f"{RETURN_TOKEN} and {CALL_TOKEN}) so the server stops there.",
+            flags=["ignore_eos=false", "min_tokens"],
+            sources=_sources(hits, r"ignore_eos"),
+        )
+    ]
+
+
+def _attention_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) -> list[Advice]:
+    if not (category == "attention-backend" and _SINKS.search(parsed.text[:200_000])) or not _vllm_context(
+        parsed, hits
+    ):
+        return []
+    return [
+        Advice(
+            summary="gpt-oss needs attention sinks, which this attention backend (or GPU) does "
+            "not provide: select "
+            "vLLM's Triton attention backend, `--attention-backend TRITON_ATTN` (older releases: "
+            "`VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1`), which supports sinks on every CUDA GPU.",
+            flags=["--attention-backend TRITON_ATTN", "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1"],
+            sources=_sources(hits, r"TRITON_ATTN"),
+        )
+    ]
+
+
+def _same_error_cards(parsed: ParsedInput, hits: Sequence[Document], limit: int = 2) -> list[Document]:
+    """KB cards that quote the input's exact error string and say what to do about it."""
+    if not parsed.normalized:
+        return []
+    from indexer.signatures import normalize_signature
+
+    shown = [n for n in parsed.normalized[:10] if len(n) >= 30]
+    have = {h.id for h in hits}
+    found: list[Card] = []
+    for card in _kb().values():
+        if card.id in have or not (card.workarounds or (card.fix and card.fix_confirmed)):
+            continue
+        for signature in card.error_signatures:
+            key = normalize_signature(signature)
+            if len(key) >= 30 and any(key in s or s in key for s in shown):
+                found.append(card)
+                break
+    found.sort(key=lambda c: (not c.fix_confirmed, -len(c.workarounds)))
+    from indexer.sources.cards import card_to_document
+
+    return [card_to_document(card) for card in found[:limit]]
+
+
+def _version_advice(parsed: ParsedInput, hits: Sequence[Document]) -> list[Advice]:
+    version = user_vllm_version(parsed)
+    advice: list[Advice] = []
+    for doc in hits:
+        fixed_in: tuple[str, str] | None = None
+        own = fixing_version(doc)
+        if own:
+            fixed_in = (own, doc.id)
+        for pr in doc.fixed_by:
+            card = _kb().get(pr)
+            if (
+                fixed_in is None
+                and card is not None
+                and card.state == "merged"
+                and (v := fixing_version(card))
+            ):
+                fixed_in = (v, pr)
+        if fixed_in is None:
+            reported = [
+                v
+                for v in doc.versions.get("vllm", [])
+                if version and _norm_version(v) == _norm_version(version)
+            ]
+            if reported and doc.state == "open":
+                advice.append(
+                    Advice(
+                        summary=f"{doc.id} was reported on vLLM {reported[0]}, your version, and "
+                        "is still open: no "
+                        "released fix is known to the KB.",
+                        sources=[doc.id],
+                    )
+                )
+            continue
+        target, source = fixed_in
+        if version is None:
+            summary = f"The KB says {source} ships in vLLM {target}: for {doc.id} use vLLM {target} or newer."
+        elif _older(version, target):
+            summary = (
+                f"Your vLLM {version} is older than {target}, the first release with {source}: "
+                "you are affected by "
+                f"{doc.id}; upgrade to {target} or newer."
+            )
+        else:
+            summary = f"Your vLLM {version} already includes {source} (vLLM {target}): {doc.id} is not the cause."
+        advice.append(Advice(summary=summary, flags=[], sources=sorted({doc.id, source})))
+    return advice
+
+
+def _card_advice(hits: Sequence[Document]) -> list[Advice]:
+    """Each hit's own fix and workarounds, with the flags it names."""
+    advice: list[Advice] = []
+    for doc in hits:
+        steps: list[str] = []
+        if doc.fix and (doc.fix_confirmed or doc.state == "merged"):
+            steps.append(doc.fix)
+        steps.extend(doc.workarounds)
+        if not steps and not doc.flags:
+            continue
+        if not steps:
+            steps.append(f"The settings involved in {doc.id}: " + ", ".join(doc.flags))
+        mentioned = [f for f in doc.flags if _mentioned(f, steps)] or list(doc.flags)
+        advice.append(
+            Advice(summary=f"From {doc.id}: " + " / ".join(steps), flags=mentioned[:6], sources=[doc.id])
+        )
+    return advice
+
+
+def _mentioned(flag: str, steps: Sequence[str]) -> bool:
+    core = re.split(r"[= ]", flag.strip("-`"), maxsplit=1)[0]
+    if len(core) < 5:
+        return False
+    rx = re.compile(rf"(?<![\w-]){re.escape(core)}(?![\w-])")
+    return any(rx.search(step) for step in steps)
+
+
+def _dedupe(items: Iterable[Advice]) -> list[Advice]:
+    seen: set[str] = set()
+    out: list[Advice] = []
+    for item in items:
+        if item.summary in seen:
+            continue
+        seen.add(item.summary)
+        out.append(item)
+    return out
+
+
+def advise(parsed: ParsedInput, hits: Sequence[Document], *, max_hits: int = 3) -> list[Advice]:
+    """Configuration advice for this input; ``hits`` are ranked best first (pass only confident ones)."""
+    top = list(hits[:max_hits])
+    if top:
+        # Lower-ranked hits only count when they are about the same thing as the best one.
+        top = [top[0], *[h for h in top[1:] if h.component == top[0].component]]
+    flags = seen_flags(parsed)
+    category = categorize(parsed, top)
+    advice = [
+        *_vocab_advice(parsed, top, category),
+        *_attention_advice(parsed, top, category),
+        *_tool_parser_advice(parsed, top, flags, category),
+        *_tool_choice_advice(parsed, top, flags),
+        *_reasoning_advice(parsed, top, flags, category),
+        *_stop_advice(parsed, top, flags),
+        *_version_advice(parsed, top),
+        *_card_advice(top),
+        *_card_advice(_same_error_cards(parsed, top)),
+    ]
+    return _dedupe(advice)

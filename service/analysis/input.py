@@ -1,0 +1,185 @@
+"""Understanding what a user pasted: error signatures, versions, server flags, model and client.
+
+Input is bounded (the API caps it at 1 MB) and every pattern is linear-time, so a pathological log
+costs milliseconds, not seconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+from indexer.signatures import MAX_LINE, error_lines, normalize_signature
+
+MAX_QUERY_CHARS = 2000
+"""The reduced query text never grows past this: long logs are reduced to their error lines."""
+
+
+class EvidenceLine(BaseModel):
+    """One error-looking line of the input and how much it counts."""
+
+    text: str
+    weight: float
+    kind: str
+
+
+class ParsedInput(BaseModel):
+    """Everything the analysis and retrieval steps need from one pasted error or log."""
+
+    text: str = Field(description="The raw input, bounded")
+    signatures: list[str] = Field(default=[], description="Error lines, prefix-stripped, root cause first")
+    normalized: list[str] = Field(default=[], description="normalize_signature() of each signature")
+    evidence: list[EvidenceLine] = Field(default=[], description="Every error-looking line with its weight")
+    query_text: str = Field(default="", description="Reduced text used for BM25 and embedding")
+    is_log: bool = Field(default=False, description="True when the input carries error lines")
+    versions: dict[str, str] = Field(default={}, description="Component -> version seen in the input")
+    flags: list[str] = Field(default=[], description="Server flags, request params and env vars seen")
+    model: str | None = Field(default=None, description="Model name or path seen in the input")
+    client: str | None = Field(default=None, description="Client framework that reported the error")
+    token_ids: list[int] = Field(default=[], description="Token ids the text names")
+
+
+_VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6})?(?:[.+-]?(?:dev|rc|post|a|b)\d{0,8})?(?:\+[\w.]{1,40})?)"
+_VERSION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("vllm", re.compile(r"vLLM API server version " + _VERSION)),
+    ("vllm", re.compile(r"\bvllm(?:-openai)?[=:]{1,2}" + _VERSION, re.I)),
+    ("vllm", re.compile(r"^vllm\s{1,40}" + _VERSION + r"\s*$", re.I | re.M)),
+    ("vllm", re.compile(r"\bvllm(?: version)? " + _VERSION + r"\b", re.I)),
+    ("openai-harmony", re.compile(r"\bopenai[-_]harmony[= :]{1,40}" + _VERSION, re.I)),
+    ("transformers", re.compile(r"\btransformers[= :]{1,40}" + _VERSION, re.I)),
+    ("torch", re.compile(r"^torch\s{1,40}" + _VERSION, re.I | re.M)),
+    ("torch", re.compile(r"\btorch==" + _VERSION, re.I)),
+    ("triton", re.compile(r"^triton\s{1,40}" + _VERSION, re.I | re.M)),
+    ("sglang", re.compile(r"\bsglang[= :]{1,40}" + _VERSION, re.I)),
+    ("ollama", re.compile(r"\bollama(?: version is)?[= :]{1,10}" + _VERSION, re.I)),
+    ("cuda", re.compile(r"\bCUDA(?: Version)?:? " + _VERSION)),
+]
+
+_CLI_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]{0,30}(?:-[a-z0-9]{1,30}){0,8})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?")
+_ARG_DICT_ITEM = re.compile(r"'([a-z][a-z0-9_]{1,60})': ('[^']{0,200}'|True|False|-?\d[\d.]{0,20}|None)")
+_REQUEST_PARAM = re.compile(
+    r"""["']?(tool_choice|reasoning_effort|ignore_eos|stream|store|include_stop_str_in_output|"""
+    r"""parallel_tool_calls|max_tokens|max_completion_tokens|min_tokens|response_format|background)"""
+    r"""["']?\s{0,3}[:=]\s{0,3}["']?([\w.-]{1,40})"""
+)
+_ENV_VAR = re.compile(r"\b((?:VLLM|TIKTOKEN|OLLAMA|CUDA|NCCL|TRITON|HF|CODEX)_[A-Z0-9_]{2,60})(?:=(\S{1,120}))?")
+_MODEL = re.compile(r"\b((?:[\w.-]{1,40}/)?gpt-oss-(?:20b|120b)[\w.:-]{0,40})", re.I)
+_MODEL_TAG = re.compile(r"'model(?:_tag)?': '([^']{1,200})'")
+_TOKEN_ID = re.compile(r"\btokens? (?:id )?(\d{1,6})\b|\btoken_id[=: ]{1,3}(\d{1,6})\b", re.I)
+_TOKEN_LIST = re.compile(r"\[(\d{1,6}(?:, ?\d{1,6}){1,400})\]")
+_DEFAULTS_OFF = {"False", "None", "0", "''", "[]"}
+
+# Client frameworks, by the module or product names their errors carry. Order matters: the more
+# specific framework wins over the SDK it is built on.
+_CLIENTS: list[tuple[str, re.Pattern[str]]] = [
+    ("llama-stack", re.compile(r"llama[_-]stack", re.I)),
+    ("langchain", re.compile(r"\blang(?:chain|graph)", re.I)),
+    ("litellm", re.compile(r"\blitellm\b", re.I)),
+    ("openai-agents", re.compile(r"openai[-_]agents|\bagents\.(?:exceptions|run)\b", re.I)),
+    ("codex", re.compile(r"\bcodex\b", re.I)),
+    ("crewai", re.compile(r"\bcrewai\b", re.I)),
+    ("pydantic-ai", re.compile(r"pydantic[_-]ai\b", re.I)),
+    ("smolagents", re.compile(r"\bsmolagents\b", re.I)),
+    ("cline", re.compile(r"\bcline\b", re.I)),
+    ("continue", re.compile(r"\bcontinuedev\b|\bcontinue\.dev\b", re.I)),
+    ("open-webui", re.compile(r"open[-_]webui", re.I)),
+    ("guidellm", re.compile(r"\bguidellm\b", re.I)),
+    ("llmperf", re.compile(r"\bllmperf\b", re.I)),
+    ("ollama-python", re.compile(r"\bollama\._types\b")),
+    ("bedrock", re.compile(r"\bbotocore\b|\bbedrock\b", re.I)),
+    ("openai-python", re.compile(r"\bopenai\.(?:\w+Error|APIStatusError|APIConnectionError)\b|\bfrom openai import\b")),
+]
+
+
+def _versions(text: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for name, pattern in _VERSION_PATTERNS:
+        if name in found:
+            continue
+        match = pattern.search(text)
+        if match:
+            found[name] = match.group(1)
+    return found
+
+
+def _flags(text: str) -> list[str]:
+    flags: list[str] = []
+
+    def add(flag: str) -> None:
+        if flag not in flags:
+            flags.append(flag)
+
+    for line in text.splitlines():
+        line = line[:MAX_LINE]
+        if "--" in line and re.search(r"\b(?:vllm|serve|api_server|sglang|launch_server|python3? -m)\b", line):
+            for match in _CLI_FLAG.finditer(line):
+                add(f"{match.group(1)} {match.group(2)}" if match.group(2) else match.group(1))
+        if "non-default args" in line or "server_args=" in line:
+            for key, value in _ARG_DICT_ITEM.findall(line):
+                if key in {"model", "model_tag", "host", "port", "served_model_name"} or value in _DEFAULTS_OFF:
+                    continue
+                flag = "--" + key.replace("_", "-")
+                add(flag if value == "True" else f"{flag} {value.strip(chr(39))}")
+    for key, value in _REQUEST_PARAM.findall(text[:200_000]):
+        add(f"{key}={value}")
+    for key, value in _ENV_VAR.findall(text[:200_000]):
+        add(f"{key}={value}" if value else key)
+    return flags[:60]
+
+
+def _model(text: str) -> str | None:
+    tag = _MODEL_TAG.search(text)
+    if tag:
+        return tag.group(1)
+    match = _MODEL.search(text)
+    return match.group(1) if match else None
+
+
+def _client(text: str) -> str | None:
+    for name, pattern in _CLIENTS:
+        if pattern.search(text):
+            return name
+    return None
+
+
+def _token_ids(text: str, signatures: list[str]) -> list[int]:
+    ids: list[int] = []
+    for source in signatures[:20] or [text[:20_000]]:
+        for match in _TOKEN_ID.finditer(source):
+            value = int(match.group(1) or match.group(2))
+            if value not in ids:
+                ids.append(value)
+        for match in _TOKEN_LIST.finditer(source):
+            for part in match.group(1).split(","):
+                value = int(part)
+                if value not in ids and len(ids) < 64:
+                    ids.append(value)
+    return ids
+
+
+def _query_text(text: str, lines: list[EvidenceLine]) -> str:
+    strong = [e.text for e in lines if e.weight >= 1.0][:3]
+    chosen = strong or [e.text for e in lines if e.kind in {"warning", "notice"}][:3]
+    if not chosen:
+        return text.strip()[:MAX_QUERY_CHARS]
+    return "\n".join(chosen)[:MAX_QUERY_CHARS]
+
+
+def parse_input(text: str) -> ParsedInput:
+    """Parse one pasted error line, client exception, traceback or whole log."""
+    lines = [EvidenceLine(text=e.text, weight=e.weight, kind=e.kind) for e in error_lines(text)]
+    signatures = [e.text for e in lines if e.kind in {"exception", "message", "error", "warning"}]
+    return ParsedInput(
+        text=text,
+        signatures=signatures,
+        normalized=[normalize_signature(s) for s in signatures],
+        evidence=lines,
+        query_text=_query_text(text, lines),
+        is_log=any(e.weight >= 1.0 for e in lines),
+        versions=_versions(text),
+        flags=_flags(text),
+        model=_model(text),
+        client=_client(text),
+        token_ids=_token_ids(text, signatures),
+    )

@@ -1,0 +1,401 @@
+"""Where a failure originates (server, client, model files, environment) and which error family it is.
+
+The input is judged first: its error lines (root cause first), then the whole text. When the input
+alone does not say, the best-ranked hits' curated fields (``error_source``, ``component`` and their
+own error strings) are the evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from indexer.documents import Document
+from service.analysis.input import ParsedInput
+
+Side = Literal["server", "client", "model-files", "environment", "unknown"]
+
+FIRST_SPECIAL_ID = 199_998  # o200k: ids below are ordinary text tokens, ids from here up are specials
+
+
+class Origin(BaseModel):
+    """Where the failure comes from, in one line."""
+
+    side: Side = Field(description="server | client | model-files | environment | unknown")
+    component: str = Field(description="Error family / component, e.g. harmony-token, tool-calling")
+    explanation: str = Field(description="One-line reason for the verdict")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """An input pattern that names a side and an error family."""
+
+    side: Side
+    category: str
+    pattern: re.Pattern[str]
+    why: str
+    tier: int = 0  # 0: a specific diagnosis; 1: a generic "this came from a server" marker
+    check: Callable[[re.Match[str]], bool] | None = None
+
+
+def _plain_token(match: re.Match[str]) -> bool:
+    return int(match.group(1)) < FIRST_SPECIAL_ID
+
+
+def _special_token(match: re.Match[str]) -> bool:
+    return int(match.group(1)) >= FIRST_SPECIAL_ID
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+_VOCAB = (
+    r"error downloading or loading vocab file|failed to download or load vocab file"
+    r"|openaipublic\.blob\.core\.windows\.net|TIKTOKEN_ENCODINGS_BASE|TIKTOKEN_RS_CACHE_DIR"
+    r"|o200k_base\.tiktoken"
+)
+
+# Order matters only between rules of one tier that match the same line: more specific first.
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "environment",
+        "vocab-download",
+        _rx(_VOCAB),
+        "openai-harmony could not fetch its vocabulary file (no network access to the blob store); "
+        "this is the deployment's network, not a bug in the request",
+    ),
+    Rule(
+        "model-files",
+        "harmony-token",
+        re.compile(r"Unexpected token (\d{1,7}) while expect"),
+        "the model emitted an ordinary text token where Harmony requires the special <|start|> token: "
+        "the checkpoint (often a re-quantised or converted copy) writes Harmony specials as plain text",
+        check=_plain_token,
+    ),
+    Rule(
+        "environment",
+        "install-build",
+        _rx(
+            r"No module named|cannot import name|ModuleNotFoundError|ImportError|undefined symbol|GLIBC"
+            r"|unrecognized arguments|invalid (?:tool call|reasoning) parser|CPU backend only supports"
+            r"|requires? (?:a newer|newer) version|is not installed"
+        ),
+        "the installed packages do not match what this setup needs (missing module, version without "
+        "the flag or parser, wrong build)",
+    ),
+    Rule(
+        "environment",
+        "multi-gpu",
+        _rx(
+            r"invalid device ordinal|NCCL error|nccl\w*Error|ProcessGroupNCCL.*(?:error|timeout)"
+            r"|DistBackendError"
+        ),
+        "the GPUs or their interconnect setup (device visibility, NCCL, symmetric memory) fail before "
+        "any request is served",
+    ),
+    Rule(
+        "environment",
+        "quantization-kernels",
+        _rx(
+            r"not supported (?:for|on) (?:the )?current GPU|Minimum capability"
+            r"|Current capability|compute capability"
+            r"|requires \d+(?:\.x)? architecture|\bsm_?\d{2,3}a?\b|PTXAS|triton\.runtime\.errors"
+            r"|Failed to import Triton|Check failed|Could not construct fused moe op"
+            r"|no kernel image is available"
+            r"|\bgfx\d{3,4}\b|hipError|CUDA (?:driver )?error|driver version|insufficient for CUDA runtime"
+        ),
+        "the GPU, driver or kernel build cannot run the requested kernels (compute capability, "
+        "architecture, Triton/FlashInfer build)",
+    ),
+    Rule(
+        "environment",
+        "attention-backend",
+        _rx(
+            r"Sinks are only supported in FlashAttention|FlashAttention only supports|only supports Ampere"
+            r"|attention sinks not supported|does not support attention sin"
+            r"|Attention sinks are only supported"
+        ),
+        "the attention backend available on this GPU or build does not support what gpt-oss needs "
+        "(attention sinks)",
+    ),
+    Rule(
+        "environment",
+        "resources",
+        _rx(r"CUDA out of memory|OutOfMemoryError|\bOOM\b|out of memory"),
+        "the GPU ran out of memory for this configuration",
+    ),
+    Rule(
+        "model-files",
+        "model-files",
+        _rx(
+            r"params_dict\[name\]|_load_weights|load_weights|KeyError: '(?:model\.)?layers\.\d"
+            r"|generation_config(?:\.json)?|eos_token_id|tokenizer_config\.json"
+            r"|special_tokens_map|chat_template\.jinja"
+            r"|\bsafetensors\b.{0,80}(?:missing|unexpected|mismatch)"
+        ),
+        "the model folder (weights naming, generation_config, tokenizer or chat template files) does not "
+        "match what the loader expects",
+    ),
+    Rule(
+        "server",
+        "harmony-header",
+        _rx(
+            r"unexpected tokens remaining in message header|channel marker present but no channel value"
+            r"|Unexpected EOS while waiting for message header|message header did not contain a role"
+            r"|could not decode header"
+        ),
+        "openai-harmony's parser rejected the header of a message the model generated",
+    ),
+    Rule(
+        "server",
+        "harmony-token",
+        re.compile(r"Unexpected token (\d{1,7}) while expect"),
+        "openai-harmony's parser got a token where a new message must start",
+        check=_special_token,
+    ),
+    Rule(
+        "server",
+        "tool-calling",
+        _rx(
+            r"Unknown recipient|tool choice requires|tool-call-parser|tool_call_parser"
+            r"|error parsing tool call"
+            r"|tool type \w+ not supported|Tool use is not supported|harmonyparser|harmony parser"
+        ),
+        "the server's tool-call handling for gpt-oss failed on this request",
+    ),
+    Rule(
+        "server",
+        "responses-api",
+        _rx(r"serving_responses|/v1/responses|Responses API|store=True|response store"),
+        "vLLM's Responses API layer rejected or mishandled the request",
+    ),
+    Rule(
+        "server",
+        "reasoning-output",
+        _rx(r"Expected \d+ output messages|reasoning parser|reasoning_content|reasoning_parser"),
+        "the server's split of gpt-oss output into reasoning and final answer failed",
+    ),
+    Rule(
+        "server",
+        "chat-template-rendering",
+        _rx(
+            r"Error in preprocessing prompt inputs|_make_request_with_harmony"
+            r"|render_conversation|parse_chat_input"
+        ),
+        "the server failed while turning the chat request into a Harmony prompt",
+    ),
+    Rule(
+        "server",
+        "harmony-parser",
+        _rx(r"HarmonyError|openai_harmony|harmony_utils"),
+        "openai-harmony raised inside the server while handling gpt-oss output",
+    ),
+    Rule(
+        "server",
+        "quantization-kernels",
+        _rx(r"\bMXFP4\b.{0,40}not supported|AssertionError.{0,60}(?:mxfp4|moe|quant)"),
+        "an assertion in the server's own quantisation code path (a server bug or regression, not the GPU)",
+    ),
+    Rule(
+        "server",
+        "streaming",
+        _rx(r"stream generator|streaming"),
+        "the server's streaming path failed",
+        tier=1,
+    ),
+    Rule(
+        "server",
+        "other",
+        _rx(
+            r"serving_chat|serving_completion|serving\.py|entrypoints/openai|Error in request"
+            r"|srv\s+send_error"
+            r"|[\"']error[\"']\s*:\s*\{|Error code: [45]\d\d|status code:? ?[45]\d\d"
+            r"|unexpected status [45]\d\d"
+            r"|HTTP/1\.1\" 5\d\d|InternalServerError|BadRequestError|ServiceUnavailable"
+            r"|Unsupported tool_call_parser"
+            r"|EngineCore|\[core\.py|AssertionError|level=ERROR source=\w+\.go"
+        ),
+        "the error text comes from the serving engine",
+        tier=1,
+    ),
+)
+
+# Clients whose exceptions carry a server's message; the failure is still the server's.
+_CLIENTS = (
+    ("openai-python", r"\bopenai\.(?:\w+Error|APIStatusError)|openai\._base_client"),
+    ("LiteLLM", r"\blitellm\b"),
+    ("LangChain", r"\blangchain"),
+    ("llama-stack", r"llama[_-]stack"),
+    ("openai-agents", r"\bagents\.|openai-agents"),
+    ("ollama-python", r"ollama\._types"),
+    ("Codex", r"\bcodex\b"),
+    ("httpx", r"\bhttpx\b"),
+    ("requests", r"\brequests\.exceptions"),
+)
+
+_OFFLINE = _rx(
+    r"air[- ]?gapped|no (?:internet|network|outbound|egress)|offline|without internet|firewall|egress"
+)
+_VOCAB_WORDS = _rx(r"vocab|tiktoken|tokenizer (?:file|vocabulary)|encoding file")
+
+_SOURCE_SIDE: dict[str, Side] = {
+    "vllm-server": "server",
+    "harmony-library": "server",
+    "other-server": "server",
+    "client": "client",
+    "model-files": "model-files",
+}
+
+
+@dataclass(frozen=True)
+class _Finding:
+    rule: Rule
+    line: int
+    text: str
+
+
+def _scan(texts: Sequence[str], *, max_tier: int = 1) -> _Finding | None:
+    """The best rule match: lowest tier, then earliest line (root cause first), then rule order."""
+    best: tuple[int, int, int] | None = None
+    found: _Finding | None = None
+    for line_no, text in enumerate(texts):
+        for order, rule in enumerate(RULES):
+            if rule.tier > max_tier:
+                continue
+            match = rule.pattern.search(text)
+            if match is None or (rule.check is not None and not rule.check(match)):
+                continue
+            key = (rule.tier, line_no, order)
+            if best is None or key < best:
+                best, found = key, _Finding(rule, line_no, match.group(0))
+    return found
+
+
+def match_input(parsed: ParsedInput) -> _Finding | None:
+    """The rule the input itself supports, if any: error lines first, then the whole text."""
+    found = _scan(parsed.signatures)
+    if found is None or found.rule.tier > 0:
+        whole = _scan([parsed.text[:200_000]], max_tier=0)
+        if whole is not None:
+            return whole
+    if found is not None:
+        return found
+    if _OFFLINE.search(parsed.text) and _VOCAB_WORDS.search(parsed.text):
+        return _Finding(RULES[0], 0, "offline vocabulary")
+    return None
+
+
+def _client_name(parsed: ParsedInput) -> str | None:
+    if parsed.client:
+        return parsed.client
+    for name, pattern in _CLIENTS:
+        if re.search(pattern, parsed.text[:200_000]):
+            return name
+    return None
+
+
+def _hit_side(doc: Document) -> tuple[Side, str] | None:
+    """What one hit says about the side: its own error strings first, then its curated fields."""
+    own = _scan([*doc.error_signatures, doc.title], max_tier=0)
+    if own is not None and own.rule.side == "environment":
+        return "environment", own.rule.category
+    if doc.component == "install-build":
+        return "environment", "install-build"
+    side = _SOURCE_SIDE.get(doc.error_source or "")
+    if side is None:
+        return None
+    return side, doc.component or "other"
+
+
+_ENGINE = re.compile(r"\bvllm\b|\bollama\b|\bsglang\b|llama\.cpp|tensorrt-llm|\bmlx\b|lm ?studio", re.I)
+_CLIENT_APP = re.compile(
+    r"\bcodex\b|\bcrew ?ai\b|\bcline\b|\bcontinue\.dev\b|\bopen-?webui\b|\blangchain\b|\blitellm\b"
+    r"|pydantic-ai|openai-agents|agents sdk|llama-stack|\bsmolagents\b|\bautogen\b|\bbedrock\b|\bcursor\b",
+    re.I,
+)
+
+
+def _from_hits(
+    hits: Sequence[Document], limit: int = 3, prior: dict[Side, float] | None = None
+) -> tuple[Side, str, Document] | None:
+    """Rank-weighted vote of the top hits that carry a usable side (plus an optional prior)."""
+    votes: dict[Side, float] = dict(prior or {})
+    first: dict[Side, tuple[str, Document]] = {}
+    for rank, doc in enumerate(hits[:limit]):
+        judged = _hit_side(doc)
+        if judged is None:
+            continue
+        side, component = judged
+        votes[side] = votes.get(side, 0.0) + 1.0 / (rank + 1)
+        first.setdefault(side, (component, doc))
+    if not first:
+        return None
+    side = max(votes, key=lambda s: votes[s])
+    if side not in first:
+        side = max(first, key=lambda s: votes[s])
+        return side, first[side][0], first[side][1]
+    component, doc = first[side]
+    return side, component, doc
+
+
+def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
+    """Decide where the failure originates, with the component and a one-line explanation."""
+    found = match_input(parsed)
+    client = _client_name(parsed)
+    if found is not None and found.rule.tier == 0:
+        rule = found.rule
+        explanation = f"{rule.why} (seen: {found.text!r})."
+        if rule.side == "server" and client:
+            explanation += f" {client} only reports what the server returned; the fix is on the server side."
+        return Origin(side=rule.side, component=rule.category, explanation=explanation)
+    prior: dict[Side, float] = {}
+    text = parsed.text[:200_000]
+    if found is None and _ENGINE.search(text) and not _CLIENT_APP.search(text):
+        # A behaviour described on a serving engine, with no client application named: the engine's.
+        prior["server"] = 1.0
+    voted = _from_hits(hits, prior=prior)
+    if found is not None:
+        # A generic server marker: the engine produced the error; the hits may name the component.
+        component = voted[1] if voted is not None and voted[0] == "server" else found.rule.category
+        explanation = f"{found.rule.why} (seen: {found.text!r})."
+        if client:
+            explanation += f" {client} only reports what the server returned."
+        return Origin(side="server", component=component, explanation=explanation)
+    if voted is not None:
+        side, component, doc = voted
+        return Origin(
+            side=side,
+            component=component,
+            explanation=f"The input names no error the rules know; the closest known issue {doc.id} "
+            f"({doc.component}, raised by {doc.error_source}) points to the {side}.",
+        )
+    return Origin(
+        side="unknown",
+        component="other",
+        explanation="Neither the input nor a known issue says where it comes from.",
+    )
+
+
+_COMPONENT_CATEGORY = {"harmony-parser": "harmony-token", "tokenizer-vocab": "tokenizer-vocab"}
+
+
+def categorize(parsed: ParsedInput, hits: Sequence[Document]) -> str:
+    """The error family: from the input's own words when explicit, else from the top hit's component."""
+    found = match_input(parsed)
+    if found is not None and found.rule.tier == 0 and found.rule.category != "harmony-parser":
+        return found.rule.category
+    if hits:
+        top = hits[0]
+        own = _scan([*top.error_signatures, top.title], max_tier=0)
+        if own is not None and own.rule.category != "harmony-parser":
+            return own.rule.category
+        if top.component:
+            return _COMPONENT_CATEGORY.get(top.component, top.component)
+    if found is not None:
+        return found.rule.category
+    return "other"

@@ -1,0 +1,206 @@
+"""Assembling the answer: ranked issues, fixes with their sources, and advice.
+
+Every fix names where it comes from (an issue or PR URL, or a reference section ``path#anchor``);
+nothing is claimed without a source, and nothing is drawn from a low-confidence hit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from indexer.documents import Document
+from service.models import AdviceOut, FixOut, IssueOut, OriginOut, TokenOut
+
+if TYPE_CHECKING:
+    from service.retrieval import Hit
+
+THREAD_KINDS = frozenset({"card", "issue", "pull"})
+MAX_FIXES = 8
+_LIST_ITEM = re.compile(r"^\s{0,6}(?:[-*+]|\d{1,3}[.)])\s+(.{3,400})$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """A pydantic model, dataclass or mapping as a plain JSON-able dict."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return dict(value)
+    return dict(vars(value))
+
+
+class Knowledge:
+    """Maps derived from one generation of the document set: fix links and reference citations."""
+
+    def __init__(self, documents: Iterable[Document]) -> None:
+        self.by_id: dict[str, Document] = {}
+        self._fixed_by: dict[str, set[str]] = {}
+        self._cited_by: dict[str, list[str]] = {}
+        for doc in documents:
+            self.by_id[doc.id] = doc
+            for pr in doc.fixed_by:
+                self._fixed_by.setdefault(doc.id, set()).add(pr)
+            if doc.kind in THREAD_KINDS and is_pull(doc):
+                for target in doc.fixes:
+                    self._fixed_by.setdefault(target, set()).add(doc.id)
+            if doc.kind == "reference-section":
+                for target in doc.references:
+                    self._cited_by.setdefault(target, []).append(doc.id)
+
+    def fixing_prs(self, thread_id: str) -> list[str]:
+        """PRs that fix a thread, from its ``fixed_by`` and from PR documents' ``fixes``."""
+        return sorted(self._fixed_by.get(thread_id, ()))
+
+    def sections_citing(self, thread_id: str) -> list[str]:
+        """Reference sections whose ``references`` cite a thread."""
+        return self._cited_by.get(thread_id, [])
+
+
+def is_pull(doc: Document) -> bool:
+    """Cards keep the thread's kind only in the URL; live documents carry it in ``kind``."""
+    return doc.kind == "pull" or (doc.url is not None and "/pull/" in doc.url)
+
+
+def is_thread(doc: Document) -> bool:
+    """True for GitHub issues and PRs (curated or live), False for reference sections."""
+    return doc.kind in THREAD_KINDS and doc.repo is not None and doc.number is not None
+
+
+def thread_url(doc: Document) -> str:
+    """The thread's URL, or its id when a live document lacks one."""
+    return doc.url or doc.id
+
+
+def issue_out(hit: Hit, knowledge: Knowledge) -> IssueOut:
+    """One ranked thread as the API shows it."""
+    doc = hit.doc
+    assert doc.repo is not None and doc.number is not None
+    fixed_by = sorted(set(doc.fixed_by) | set(knowledge.fixing_prs(doc.id)))
+    return IssueOut(
+        id=doc.id,
+        repo=doc.repo,
+        number=doc.number,
+        kind="pull" if is_pull(doc) else "issue",
+        title=doc.title,
+        url=doc.url,
+        state=doc.state,
+        score=round(min(max(hit.score, 0.0), 1.0), 4),
+        confidence=hit.confidence,
+        why=list(hit.why),
+        fixed_by=fixed_by,
+    )
+
+
+def _first_sentences(text: str, limit: int = 300) -> str:
+    text = " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    ends = [m.start() for m in _SENTENCE_END.finditer(cut)]
+    return cut[: ends[-1]] if ends else cut.rstrip() + "..."
+
+
+def section_fix(section: Document, *, also_cites: str | None = None) -> FixOut:
+    """A reference-doc section as a fix: its heading and opening lines, its list items as steps."""
+    heading = " > ".join(section.heading_path) or section.title
+    lead = section.fix or section.summary or _first_sentences(section.text)
+    steps = [m.group(1).strip() for line in section.text.splitlines() if (m := _LIST_ITEM.match(line))][:6]
+    sources = [section.id] + ([also_cites] if also_cites else [])
+    return FixOut(
+        summary=f"{heading}: {lead}" if lead else heading, steps=steps, sources=sources, confirmed=False
+    )
+
+
+def thread_fixes(doc: Document, knowledge: Knowledge) -> list[FixOut]:
+    """Fixes a thread leads to: its curated fix and workarounds, merged PRs fixing it, sections citing it."""
+    fixes: list[FixOut] = []
+    url = thread_url(doc)
+    if doc.fix:
+        fixes.append(
+            FixOut(summary=doc.fix, steps=list(doc.workarounds), sources=[url], confirmed=doc.fix_confirmed)
+        )
+    elif doc.workarounds:
+        fixes.append(
+            FixOut(summary=f"Workarounds reported in {doc.id}", steps=list(doc.workarounds), sources=[url])
+        )
+    for pr_id in knowledge.fixing_prs(doc.id):
+        pr = knowledge.by_id.get(pr_id)
+        # Only merged PRs count as fixes; an open PR is a proposal, already visible in fixed_by.
+        if pr is None or pr.state != "merged" or pr_id == doc.id:
+            continue
+        steps = [pr.fix] if pr.fix else []
+        fixes.append(
+            FixOut(
+                summary=f"Merged PR {pr_id} fixes {doc.id}: {pr.title}",
+                steps=steps,
+                sources=[thread_url(pr), url],
+                confirmed=True,
+            )
+        )
+    for section_id in knowledge.sections_citing(doc.id):
+        section = knowledge.by_id.get(section_id)
+        if section is not None:
+            fixes.append(section_fix(section, also_cites=url))
+    return fixes
+
+
+def build_fixes(hits: Sequence[Hit], knowledge: Knowledge, *, limit: int = MAX_FIXES) -> list[FixOut]:
+    """Fixes from the confident hits, in rank order, deduplicated by summary and section."""
+    fixes: list[FixOut] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if hit.confidence == "low":
+            continue
+        candidates = thread_fixes(hit.doc, knowledge) if is_thread(hit.doc) else []
+        if hit.doc.kind == "reference-section":
+            candidates = [section_fix(hit.doc)]
+        for fix in candidates:
+            key = fix.sources[0] if fix.sources[0].startswith(("reference/", "skill/")) else fix.summary
+            if key in seen:
+                continue
+            seen.add(key)
+            fixes.append(fix)
+            if len(fixes) >= limit:
+                return fixes
+    return fixes
+
+
+def advice_out(items: Iterable[Any]) -> list[AdviceOut]:
+    """The harmony engineer's Advice objects as API models."""
+    out = []
+    for item in items:
+        data = as_dict(item)
+        out.append(
+            AdviceOut(
+                summary=str(data.get("summary", "")),
+                flags=[str(f) for f in data.get("flags", []) or []],
+                sources=[str(s) for s in data.get("sources", []) or []],
+            )
+        )
+    return out
+
+
+def origin_out(origin: Any) -> OriginOut:
+    """The analysis Origin as the API model."""
+    data = as_dict(origin)
+    return OriginOut(
+        side=data["side"], component=str(data["component"]), explanation=str(data["explanation"])
+    )
+
+
+def tokens_out(tokens: Iterable[Any]) -> list[TokenOut]:
+    """Decoded TokenInfo objects as the API model."""
+    out = []
+    for token in tokens:
+        data = as_dict(token)
+        text = data.get("text")
+        decoded = None if text is None else str(text)
+        out.append(TokenOut(id=int(data["id"]), text=decoded, special=bool(data["special"])))
+    return out

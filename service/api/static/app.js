@@ -1,0 +1,302 @@
+// gptoss-doctor page: posts the pasted text to /lookup and renders the answer.
+// Every value from the response or the input goes into the DOM through textContent or
+// setAttribute (never innerHTML), and only http(s) URLs become links, so issue titles or pasted
+// logs cannot inject markup or script.
+"use strict";
+
+(function () {
+  const form = document.getElementById("lookup-form");
+  const input = document.getElementById("error-input");
+  const topK = document.getElementById("top-k");
+  const tokenInput = document.getElementById("read-token");
+  const button = document.getElementById("submit");
+  const status = document.getElementById("status");
+  const results = document.getElementById("results");
+  const ISSUE_ID = /^([\w.-]+)\/([\w.-]+)#(\d+)$/;
+
+  /** Build an element; string/number children become text nodes, null/false children are skipped. */
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === "class") node.className = String(value);
+      else node.setAttribute(name, String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  /** The URL when it is absolute http(s), else null: javascript:, data: and relative junk never link. */
+  function safeUrl(value) {
+    if (typeof value !== "string") return null;
+    try {
+      const url = new URL(value);
+      return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+    } catch (_err) {
+      return null;
+    }
+  }
+
+  /** A GitHub link for an owner/repo#N id (GitHub redirects /issues/N to the PR when it is one). */
+  function idUrl(id) {
+    const match = ISSUE_ID.exec(String(id));
+    return match ? `https://github.com/${match[1]}/${match[2]}/issues/${match[3]}` : null;
+  }
+
+  /** A link when the URL is safe, else plain text. */
+  function link(text, url) {
+    const href = safeUrl(url);
+    return href ? el("a", { href, rel: "noopener noreferrer" }, text) : el("span", {}, text);
+  }
+
+  /** A source reference: an issue id, a URL or a doc anchor such as reference/known-issues.md#x. */
+  function sourceNode(source) {
+    const text = String(source);
+    if (safeUrl(text)) return link(text, text);
+    const gh = idUrl(text);
+    return gh ? link(text, gh) : el("code", {}, text);
+  }
+
+  function joined(nodes, sep) {
+    const out = [];
+    nodes.forEach((node, i) => {
+      if (i) out.push(sep);
+      out.push(node);
+    });
+    return out;
+  }
+
+  function sources(list) {
+    if (!Array.isArray(list) || !list.length) return null;
+    return el("p", { class: "meta" }, "Sources: ", joined(list.map(sourceNode), ", "));
+  }
+
+  function badge(text, cls) {
+    return el("span", { class: `badge ${cls}` }, text);
+  }
+
+  function section(title, ...body) {
+    const id = `h-${title.toLowerCase().replace(/[^a-z]+/g, "-")}`;
+    return el("section", { class: "panel", "aria-labelledby": id }, el("h2", { id }, title), body);
+  }
+
+  function renderOrigin(analysis) {
+    const origin = analysis.origin || {};
+    return section(
+      "Origin",
+      el("p", {},
+        el("span", { class: "origin-side" }, origin.side || "unknown"),
+        origin.component ? [" \u2014 ", el("code", {}, origin.component)] : null),
+      origin.explanation ? el("p", {}, origin.explanation) : null,
+      analysis.category ? el("p", { class: "meta" }, "Category: ", el("code", {}, analysis.category)) : null,
+    );
+  }
+
+  function renderQuery(query, analysis) {
+    const rows = [];
+    const signatures = (query && query.signatures) || [];
+    if (signatures.length) {
+      rows.push(el("h3", {}, "Error lines found"), signatures.map((s) => el("pre", {}, s)));
+    }
+    const versions = Object.entries(analysis.versions || {});
+    const flags = analysis.flags || [];
+    if (versions.length || flags.length || analysis.model || analysis.client) {
+      const dl = el("dl", { class: "kv" });
+      for (const [name, version] of versions) dl.append(el("dt", {}, name), el("dd", {}, el("code", {}, version)));
+      if (analysis.model) dl.append(el("dt", {}, "model"), el("dd", {}, el("code", {}, analysis.model)));
+      if (analysis.client) dl.append(el("dt", {}, "client"), el("dd", {}, analysis.client));
+      if (flags.length) dl.append(el("dt", {}, "flags"), el("dd", {}, joined(flags.map((f) => el("code", {}, f)), " ")));
+      rows.push(el("h3", {}, "Setup seen in the input"), dl);
+    }
+    return rows.length ? section("What the input says", rows) : null;
+  }
+
+  function renderTokens(tokens) {
+    if (!Array.isArray(tokens) || !tokens.length) return null;
+    const body = el("tbody", {});
+    for (const token of tokens) {
+      body.append(el("tr", {},
+        el("td", {}, el("code", {}, token.id)),
+        // JSON quoting makes whitespace and control characters visible.
+        el("td", {}, el("code", {}, JSON.stringify(token.text ?? ""))),
+        el("td", {}, token.special ? "special" : "text")));
+    }
+    const table = el("table", {},
+      el("caption", { class: "meta" }, "Token ids named in the input, decoded with openai-harmony"),
+      el("thead", {}, el("tr", {}, el("th", { scope: "col" }, "id"), el("th", { scope: "col" }, "text"),
+        el("th", { scope: "col" }, "kind"))),
+      body);
+    return section("Decoded tokens", el("div", { class: "table-wrap" }, table));
+  }
+
+  function renderValue(value) {
+    if (value === null || value === undefined) return el("span", { class: "meta" }, "none");
+    if (Array.isArray(value)) return el("pre", {}, value.map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join("\n"));
+    if (typeof value === "object") return el("pre", {}, JSON.stringify(value, null, 2));
+    return el("code", {}, String(value));
+  }
+
+  function renderReproduction(reproduction) {
+    if (!reproduction || typeof reproduction !== "object") return null;
+    const dl = el("dl", { class: "kv" });
+    for (const [key, value] of Object.entries(reproduction)) {
+      dl.append(el("dt", {}, key.replace(/_/g, " ")), el("dd", {}, renderValue(value)));
+    }
+    return section("Reproduced with the Harmony parser", dl);
+  }
+
+  function confident(answer) {
+    if (typeof answer.no_confident_match === "boolean") return !answer.no_confident_match;
+    const issues = answer.issues || [];
+    return issues.some((issue) => issue.confidence === "high" || issue.confidence === "medium");
+  }
+
+  function renderIssue(issue) {
+    const title = issue.title || issue.id || "(untitled)";
+    const url = safeUrl(issue.url) || idUrl(issue.id);
+    const head = el("p", { class: "issue-title" }, link(title, url));
+    const meta = el("p", { class: "meta" },
+      issue.confidence ? badge(`${issue.confidence} confidence`, `conf-${issue.confidence}`) : null,
+      issue.state ? badge(issue.state, `state-${issue.state}`) : null,
+      issue.kind ? badge(issue.kind, "") : null,
+      el("code", {}, issue.id || ""),
+      typeof issue.score === "number" ? ` \u00b7 score ${issue.score.toFixed(2)}` : null);
+    const why = Array.isArray(issue.why) && issue.why.length
+      ? el("ul", { class: "why", "aria-label": "Why it matched" }, issue.why.map((w) => el("li", {}, w)))
+      : null;
+    const fixedBy = Array.isArray(issue.fixed_by) && issue.fixed_by.length
+      ? el("p", { class: "meta" }, "Fixed by: ", joined(issue.fixed_by.map(sourceNode), ", "))
+      : null;
+    return el("li", { class: "issue" }, head, meta, why, fixedBy);
+  }
+
+  function renderIssues(answer) {
+    const issues = answer.issues || [];
+    const parts = [];
+    if (!confident(answer)) {
+      parts.push(el("p", { class: "panel notice", id: "no-match", role: "note" },
+        el("strong", {}, "No confident match. "),
+        issues.length
+          ? "None of the known issues is close to this input; the weak candidates below are shown for reference only."
+          : "None of the known issues is close to this input."));
+    }
+    if (issues.length) parts.push(el("ol", { class: "issues" }, issues.map(renderIssue)));
+    return section("Known issues", parts);
+  }
+
+  function renderFixes(fixes) {
+    if (!Array.isArray(fixes) || !fixes.length) return null;
+    return section("Fixes", el("ul", { class: "plain" }, fixes.map((fix) => el("li", {},
+      el("p", {}, fix.confirmed ? badge("confirmed", "conf-high") : null, fix.summary || ""),
+      Array.isArray(fix.steps) && fix.steps.length ? el("ol", {}, fix.steps.map((s) => el("li", {}, s))) : null,
+      sources(fix.sources)))));
+  }
+
+  function renderAdvice(advice) {
+    if (!Array.isArray(advice) || !advice.length) return null;
+    return section("Advice", el("ul", { class: "plain" }, advice.map((item) => el("li", {},
+      el("p", {}, item.summary || ""),
+      Array.isArray(item.flags) && item.flags.length
+        ? el("p", { class: "meta" }, "Flags: ", joined(item.flags.map((f) => el("code", {}, f)), " "))
+        : null,
+      sources(item.sources)))));
+  }
+
+  function renderIndex(answer) {
+    const index = answer.index;
+    if (!index) return null;
+    const bits = [];
+    if (index.documents !== undefined) bits.push(`${index.documents} documents`);
+    if (index.issues !== undefined) bits.push(`${index.issues} issues`);
+    if (index.built_at) bits.push(`built ${index.built_at}`);
+    bits.push(index.github_synced_at ? `GitHub synced ${index.github_synced_at}` : "GitHub never synced");
+    if (answer.degraded) bits.push("degraded: lexical search only");
+    return el("p", { class: "meta" }, `Index: ${bits.join(" \u00b7 ")}`);
+  }
+
+  function render(answer) {
+    const analysis = answer.analysis || {};
+    results.replaceChildren(
+      renderOrigin(analysis),
+      renderIssues(answer),
+      ...[
+        renderFixes(answer.fixes),
+        renderAdvice(answer.advice),
+        renderTokens(analysis.tokens),
+        renderReproduction(analysis.reproduction),
+        renderQuery(answer.query, analysis),
+        renderIndex(answer),
+      ].filter(Boolean),
+    );
+    results.hidden = false;
+  }
+
+  function renderProblem(problem, httpStatus) {
+    const title = (problem && problem.title) || `Request failed (HTTP ${httpStatus})`;
+    const detail = problem && problem.detail;
+    results.replaceChildren(el("div", { class: "panel problem", role: "alert" },
+      el("h2", {}, title), detail ? el("p", {}, detail) : null));
+    results.hidden = false;
+  }
+
+  async function submit() {
+    const text = input.value;
+    if (!text.trim()) {
+      status.textContent = "Paste an error message or a log first.";
+      input.focus();
+      return;
+    }
+    const k = Math.min(50, Math.max(1, parseInt(topK.value, 10) || 5));
+    topK.value = String(k);
+    const headers = { "Content-Type": "application/json", Accept: "application/json" };
+    if (tokenInput.value.trim()) headers.Authorization = `Bearer ${tokenInput.value.trim()}`;
+    button.disabled = true;
+    form.setAttribute("aria-busy", "true");
+    status.textContent = "Diagnosing\u2026";
+    const started = performance.now();
+    try {
+      const response = await fetch("/lookup", {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ error: text, top_k: k }),
+      });
+      let body = null;
+      try {
+        body = await response.json();
+      } catch (_err) {
+        body = null;
+      }
+      if (!response.ok || !body) {
+        renderProblem(body, response.status);
+        status.textContent = "The lookup failed.";
+        return;
+      }
+      render(body);
+      const count = (body.issues || []).length;
+      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      status.textContent = confident(body)
+        ? `Done in ${seconds}s: ${count} known issue${count === 1 ? "" : "s"} found.`
+        : `Done in ${seconds}s: no confident match.`;
+    } catch (err) {
+      renderProblem({ title: "The service could not be reached", detail: String(err) }, 0);
+      status.textContent = "The lookup failed.";
+    } finally {
+      button.disabled = false;
+      form.removeAttribute("aria-busy");
+    }
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit();
+  });
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      submit();
+    }
+  });
+})();

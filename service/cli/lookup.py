@@ -1,0 +1,182 @@
+"""``gptoss-doctor lookup TEXT``: diagnose an error in-process, or ask a running service with ``--url``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from service.models import MAX_ERROR_CHARS, LookupResponse
+
+_CONFIDENCE_STYLE = {"high": "bold green", "medium": "yellow", "low": "dim"}
+_STATE_STYLE = {"open": "green", "closed": "red", "merged": "magenta"}
+
+
+def read_input(text: str) -> str:
+    """TEXT itself, or stdin for ``-`` (keeping the last 1 MB: a log's root cause is near its end)."""
+    if text != "-":
+        return text
+    data = sys.stdin.read()
+    if len(data) > MAX_ERROR_CHARS:
+        click.echo(f"Input over {MAX_ERROR_CHARS:,} characters: using its last part.", err=True)
+        data = data[-MAX_ERROR_CHARS:]
+    return data
+
+
+def lookup_remote(
+    url: str, text: str, top_k: int, repos: list[str] | None, token: str | None
+) -> dict[str, Any]:
+    """POST /lookup on a running service; problem+json errors become a readable ClickException."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    payload: dict[str, Any] = {"error": text, "top_k": top_k}
+    if repos:
+        payload["repos"] = repos
+    endpoint = url.rstrip("/") + "/lookup"
+    try:
+        response = httpx.post(endpoint, json=payload, headers=headers, timeout=60.0)
+    except httpx.HTTPError as exc:
+        raise click.ClickException(f"cannot reach {endpoint}: {exc}") from exc
+    if response.status_code != 200:
+        try:
+            problem = response.json()
+            message = f"{problem.get('title', 'error')}: {problem.get('detail', '')}"
+        except ValueError:
+            message = response.text[:300]
+        retry = response.headers.get("retry-after")
+        hint = f" (retry in {retry}s)" if retry else ""
+        raise click.ClickException(f"{endpoint} answered {response.status_code}: {message}{hint}")
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def lookup_local(text: str, top_k: int, repos: list[str] | None) -> dict[str, Any]:
+    """Run the engine in this process on the local index, building it first when it is missing."""
+    from indexer.errors import IndexerError
+    from service.config import load_settings
+    from service.engine import LookupEngine
+    from service.errors import DoctorError
+
+    try:
+        settings = load_settings()
+        engine = LookupEngine.open(settings, on_build=lambda line: click.echo(line, err=True))
+    except (DoctorError, IndexerError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    try:
+        return engine.lookup(text, top_k=top_k, repos=repos).model_dump(mode="json")
+    finally:
+        engine.close()
+
+
+def render(answer: LookupResponse, console: Console) -> None:
+    """The answer for a person: origin, tokens, issues, fixes, advice."""
+    analysis = answer.analysis
+    origin = analysis.origin
+    console.print(
+        f"[bold]Origin:[/bold] {escape(origin.side)} ({escape(origin.component)}), "
+        f"category {escape(analysis.category)}: {escape(origin.explanation)}"
+    )
+    if answer.query.signatures:
+        console.print(f"[bold]Error:[/bold] {escape(answer.query.signatures[0][:300])}")
+    if analysis.versions or analysis.flags:
+        seen = [f"{k} {v}" for k, v in analysis.versions.items()] + analysis.flags
+        console.print(f"[bold]Seen:[/bold] {escape(', '.join(seen)[:400])}")
+    if analysis.tokens:
+        table = Table(title="Tokens", title_justify="left", show_edge=False)
+        table.add_column("id", justify="right")
+        table.add_column("text")
+        table.add_column("special")
+        for token in analysis.tokens:
+            shown = "(not in vocabulary)" if token.text is None else repr(token.text)
+            table.add_row(str(token.id), escape(shown), "yes" if token.special else "")
+        console.print(table)
+    reproduction = analysis.reproduction
+    if reproduction and reproduction.get("explanation"):
+        console.print(f"[bold]openai-harmony reproduction:[/bold] {escape(str(reproduction['explanation']))}")
+    console.print()
+    if answer.no_confident_match:
+        console.print("[yellow]No confident match:[/yellow] no known issue is close to this error.")
+    if answer.issues:
+        table = Table(title="Known issues", title_justify="left", show_edge=False)
+        for column in ("#", "issue", "state", "confidence", "title"):
+            table.add_column(column)
+        for rank, issue in enumerate(answer.issues, start=1):
+            link = f"[link={issue.url}]{escape(issue.id)}[/link]" if issue.url else escape(issue.id)
+            state = issue.state or "?"
+            table.add_row(
+                str(rank),
+                link,
+                f"[{_STATE_STYLE.get(state, '')}]{state}[/]" if state in _STATE_STYLE else state,
+                f"[{_CONFIDENCE_STYLE[issue.confidence]}]{issue.confidence} {issue.score:.2f}[/]",
+                escape(issue.title),
+            )
+        console.print(table)
+        if console.is_terminal is False:
+            for issue in answer.issues:
+                if issue.url:
+                    console.print(f"  {escape(issue.id)}: {escape(issue.url)}", soft_wrap=True)
+    if answer.fixes:
+        console.print("\n[bold]Fixes[/bold]")
+        for number, fix in enumerate(answer.fixes, start=1):
+            mark = " [green](confirmed)[/green]" if fix.confirmed else ""
+            console.print(f"{number}. {escape(fix.summary)}{mark}")
+            for step in fix.steps:
+                console.print(f"   - {escape(step)}")
+            console.print(f"   [dim]sources: {escape(', '.join(fix.sources))}[/dim]", soft_wrap=True)
+    if answer.advice:
+        console.print("\n[bold]Advice[/bold]")
+        for item in answer.advice:
+            flags = f" [cyan]{escape(' '.join(item.flags))}[/cyan]" if item.flags else ""
+            console.print(f"- {escape(item.summary)}{flags}")
+            if item.sources:
+                console.print(f"  [dim]sources: {escape(', '.join(item.sources))}[/dim]", soft_wrap=True)
+    index = answer.index
+    built = index.built_at.isoformat(timespec="minutes") if index.built_at else "unknown"
+    console.print(f"\n[dim]index: {index.documents} documents, {index.issues} issues, built {built}[/dim]")
+    if answer.degraded:
+        console.print("[yellow]degraded:[/yellow] semantic search was unavailable; lexical matches only.")
+
+
+@click.command()
+@click.argument("text")
+@click.option(
+    "-k", "--top-k", default=5, show_default=True, type=click.IntRange(1, 50), help="Issues to show."
+)
+@click.option("--repo", "repos", multiple=True, help="Only issues from this owner/name repo (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+@click.option(
+    "--url",
+    envvar="GPTOSS_DOCTOR_URL",
+    help="Ask a running service (e.g. http://127.0.0.1:8000) instead of the local index.",
+)
+@click.option(
+    "--token",
+    envvar="GPTOSS_DOCTOR_READ_TOKEN",
+    help="Bearer token for a service that requires one (--url).",
+)
+def lookup(
+    text: str, top_k: int, repos: tuple[str, ...], as_json: bool, url: str | None, token: str | None
+) -> None:
+    """Diagnose TEXT (an error line, a client exception or a log); - reads stdin.
+
+    \b
+    Examples:
+      gptoss-doctor lookup "Unexpected token 200002 while expecting start token 200006"
+      docker logs vllm 2>&1 | tail -200 | gptoss-doctor lookup -
+      gptoss-doctor lookup --url http://127.0.0.1:8000 --json "HarmonyError: ..."
+    """
+    error = read_input(text)
+    if not error.strip():
+        raise click.UsageError("nothing to look up: TEXT (or stdin) is empty")
+    selected = list(repos) or None
+    data = lookup_remote(url, error, top_k, selected, token) if url else lookup_local(error, top_k, selected)
+    if as_json:
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
+    render(LookupResponse.model_validate(data), Console(highlight=False))

@@ -1,0 +1,74 @@
+"""``gptoss-doctor serve``: the HTTP service under uvicorn.
+
+Options mirror Settings and read the same environment variables, so ``--port`` and
+``GPTOSS_DOCTOR_PORT`` are one knob.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command()
+@click.option(
+    "--host", envvar="GPTOSS_DOCTOR_HOST", default="127.0.0.1", show_default=True, help="Bind address."
+)
+@click.option(
+    "--port", envvar="GPTOSS_DOCTOR_PORT", default=8000, show_default=True, type=click.IntRange(1, 65535)
+)
+@click.option(
+    "--data-dir",
+    envvar="GPTOSS_DOCTOR_DATA_DIR",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the index, vocab and model cache live.",
+)
+@click.option(
+    "--chroma-url", envvar="GPTOSS_DOCTOR_CHROMA_URL", help="Use a Chroma server (http://host:port)."
+)
+@click.option(
+    "--reindex-interval",
+    envvar="GPTOSS_DOCTOR_REINDEX_INTERVAL",
+    help="Re-sync GitHub every interval (e.g. 6h); off when unset.",
+)
+@click.option("--log-level", envvar="GPTOSS_DOCTOR_LOG_LEVEL", default="INFO", show_default=True)
+def serve(
+    host: str,
+    port: int,
+    data_dir: Path | None,
+    chroma_url: str | None,
+    reindex_interval: str | None,
+    log_level: str,
+) -> None:
+    """Run the HTTP service: POST /lookup, /health, /v1/index/status, OpenAPI at /docs.
+
+    The port answers at once; lookups return 503 with Retry-After until the index is loaded (and, on
+    an empty data dir, built offline from the docs and the bundled KB).
+    """
+    import uvicorn
+
+    from service.app import create_app
+    from service.config import load_settings
+    from service.errors import ConfigError
+
+    overrides: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
+    for name, value in (
+        ("data_dir", data_dir),
+        ("chroma_url", chroma_url),
+        ("reindex_interval", reindex_interval),
+    ):
+        if value is not None:
+            overrides[name] = value
+    try:
+        settings = load_settings(**overrides)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    uvicorn.run(
+        create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower()
+    )

@@ -1,0 +1,328 @@
+"""The lookup engine: parse -> Harmony analysis -> retrieval -> origin/advice -> answer.
+
+The HTTP app, the CLI, the MCP server and the bench all go through :class:`LookupEngine`. It holds the
+embedder, the store, the Harmony analyzer and a snapshot of the derived indexes (the Retriever with its
+lexical index, and the fix/citation maps) for one store generation, and swaps that snapshot atomically
+when the store's generation changes (another process or the scheduler re-indexed).
+
+Heavy modules (chromadb, torch, bm25s, openai_harmony) are imported inside the methods that need them
+so importing the app stays cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from service.analysis.input import ParsedInput, parse_input
+from service.answer import Knowledge, advice_out, build_fixes, is_thread, issue_out, origin_out, tokens_out
+from service.config import Settings
+from service.errors import NotReady
+from service.models import AnalysisOut, IndexInfo, LookupResponse, QueryInfo
+
+if TYPE_CHECKING:
+    from indexer.store import Store
+
+    from indexer.documents import Document
+    from indexer.embedding import Embedder
+    from service.analysis.harmony import HarmonyAnalyzer
+    from service.retrieval import RetrievalResult, Retriever
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CHECK_INTERVAL = 1.0
+"""Seconds between two generation checks: the check is cheap, but not free on a Chroma server."""
+STORE_TIMEOUT = 5.0
+"""Seconds before a store call made on the request path counts as failed (a hung Chroma server)."""
+DENSE_DEGRADED_WINDOW = 60.0
+"""How long after a failed dense query /health keeps saying degraded."""
+MAX_TOKENS = 64
+"""Token ids decoded per input; a pathological log can name thousands."""
+
+
+@dataclass
+class _Snapshot:
+    """What one store generation derives; replaced whole (only the lazy lexical fallback fills in)."""
+
+    generation: str
+    documents: list[Document]
+    retriever: Retriever
+    knowledge: Knowledge
+    index: IndexInfo
+    status: dict[str, Any]
+    lexical: Retriever | None = field(default=None)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def index_info(status: dict[str, Any]) -> IndexInfo:
+    """The ``index`` block of an answer, from ``Store.status()``."""
+    return IndexInfo(
+        documents=int(status.get("documents") or 0),
+        issues=int(status.get("issues") or 0),
+        built_at=_parse_time(status.get("built_at")),
+        github_synced_at=_parse_time(status.get("github_synced_at")),
+    )
+
+
+class LookupEngine:
+    """Answers lookups from one store; reloads its derived indexes when the store's generation moves."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder,
+        store: Store,
+        harmony: HarmonyAnalyzer | None,
+        harmony_error: str | None = None,
+        check_interval: float = CHECK_INTERVAL,
+        store_timeout: float = STORE_TIMEOUT,
+    ) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.store = store
+        self.harmony = harmony
+        self.harmony_error = harmony_error
+        self.check_interval = check_interval
+        self.store_timeout = store_timeout
+        self._reload_lock = threading.Lock()
+        self._last_check = 0.0
+        self._store_error: str | None = None
+        self._dense_failed_at: float | None = None
+        # A small pool for bounded store probes: a hung call occupies a worker, not a request thread.
+        self._probe_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="store-probe")
+        self._snapshot = self._load(self.store.generation())
+
+    # -- construction -------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        build_if_empty: bool = True,
+        on_build: Callable[[str], None] | None = None,
+    ) -> LookupEngine:
+        """Open the bundled embedder, the store and Harmony; build the index first when it is empty.
+
+        ``on_build`` is told (one line) when a first build starts, so the CLI can say so on stderr.
+        """
+        from indexer.store import Store
+
+        from indexer.embedding import load_embedder
+
+        embedder = embedder or load_embedder(settings)
+        store = Store.open(settings, embedder, read_only=True)
+        if build_if_empty and int(store.status().get("documents") or 0) == 0:
+            from indexer.build import build_index
+
+            if on_build is not None:
+                on_build("No index yet: building it from the docs and the bundled KB (offline)...")
+            store.close()
+            summary = build_index(settings, embedder=embedder, github=False, progress=False)
+            if on_build is not None:
+                on_build(summary.line())
+            store = Store.open(settings, embedder, read_only=True)
+        harmony, harmony_error = open_harmony(settings)
+        return cls(settings, embedder=embedder, store=store, harmony=harmony, harmony_error=harmony_error)
+
+    def close(self) -> None:
+        """Release the store and the probe threads."""
+        self._probe_pool.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
+
+    # -- the lookup --------------------------------------------------------------------------------
+
+    def lookup(self, text: str, top_k: int = 5, repos: Sequence[str] | None = None) -> LookupResponse:
+        """Diagnose one pasted error or log."""
+        from service.analysis.advice import advise
+        from service.analysis.origin import categorize, classify_origin
+
+        self.reload_if_changed()
+        snap = self._snapshot
+        parsed = parse_input(text)
+        result = self._search(snap, parsed, top_k, repos)
+        hits = [h for h in result.hits if is_thread(h.doc)][:top_k]
+        confident = [h for h in hits if h.confidence != "low"]
+        # Origin and advice see only hits worth trusting: noise must not steer the diagnosis.
+        evidence = [h.doc for h in confident]
+        no_match = not result.confident or not confident
+        sections = [h for h in result.sections if h.confidence != "low"]
+        return LookupResponse(
+            query=QueryInfo(signatures=list(parsed.signatures), normalized="\n".join(parsed.normalized)),
+            analysis=AnalysisOut(
+                origin=origin_out(classify_origin(parsed, evidence)),
+                category=categorize(parsed, evidence),
+                tokens=self._tokens(parsed),
+                versions=dict(parsed.versions),
+                flags=list(parsed.flags),
+                model=parsed.model,
+                client=parsed.client,
+                reproduction=self._reproduce(parsed),
+            ),
+            issues=[issue_out(h, snap.knowledge) for h in hits],
+            no_confident_match=no_match,
+            fixes=[] if no_match else build_fixes([*confident, *sections], snap.knowledge),
+            advice=advice_out(advise(parsed, evidence)),
+            index=snap.index,
+            degraded=result.degraded,
+        )
+
+    def _search(
+        self, snap: _Snapshot, parsed: ParsedInput, k: int, repos: Sequence[str] | None
+    ) -> RetrievalResult:
+        """Hybrid search; when the store fails under it, the lexical leg alone, marked degraded."""
+        try:
+            result = snap.retriever.search(parsed, top_k=k, repos=repos)
+        except Exception as exc:  # the dense leg talks to Chroma: any transport error lands here
+            log.warning("dense search failed (%s); answering from the lexical index", type(exc).__name__)
+            result = self._lexical(snap).search(parsed, top_k=k, repos=repos)
+            result = result.model_copy(update={"degraded": True})
+        if result.degraded:
+            self._dense_failed_at = time.monotonic()
+        else:
+            self._dense_failed_at = None
+        return result
+
+    def _lexical(self, snap: _Snapshot) -> Retriever:
+        from service.retrieval import Retriever
+
+        if snap.lexical is None:
+            # No dense leg at all: the lexical and signature legs over the same documents.
+            snap.lexical = Retriever(snap.documents, None, None, generation=snap.generation)
+        return snap.lexical
+
+    def _tokens(self, parsed: ParsedInput) -> list[Any]:
+        if self.harmony is None or not parsed.token_ids:
+            return []
+        return tokens_out(self.harmony.decode(parsed.token_ids[:MAX_TOKENS]))
+
+    def _reproduce(self, parsed: ParsedInput) -> dict[str, Any] | None:
+        from service.answer import as_dict
+
+        if self.harmony is None:
+            return None
+        reproduction = self.harmony.reproduce(parsed)
+        return None if reproduction is None else as_dict(reproduction)
+
+    # -- generations -------------------------------------------------------------------------------
+
+    def reload_if_changed(self, *, now: bool = False) -> bool:
+        """Rebuild the derived indexes when the store's generation changed; True when it did.
+
+        The check runs at most once per ``check_interval`` (unless ``now``) and never blocks a lookup
+        behind another thread's rebuild: that lookup answers from the previous snapshot.
+        """
+        if not now and time.monotonic() - self._last_check < self.check_interval:
+            return False
+        if not self._reload_lock.acquire(blocking=now):
+            return False
+        try:
+            self._last_check = time.monotonic()
+            try:
+                generation = self._bounded(self.store.generation)
+            except Exception as exc:
+                self._store_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+                log.warning("index store unreachable: %s", self._store_error)
+                return False
+            self._store_error = None
+            if generation == self._snapshot.generation:
+                return False
+            self._snapshot = self._load(generation)
+            log.info("index generation %s loaded (%d documents)", generation, len(self._snapshot.documents))
+            return True
+        except Exception as exc:
+            # A failed reload keeps the previous snapshot serving; the next check retries.
+            self._store_error = f"reload failed: {type(exc).__name__}: {str(exc)[:200]}"
+            log.warning("%s", self._store_error)
+            return False
+        finally:
+            self._reload_lock.release()
+
+    def _load(self, generation: str) -> _Snapshot:
+        from service.retrieval import Retriever
+
+        retriever = Retriever.from_store(self.store, self.embedder)
+        documents = retriever.documents
+        status = self.store.status()
+        return _Snapshot(
+            generation=generation,
+            documents=documents,
+            retriever=retriever,
+            knowledge=Knowledge(documents),
+            index=index_info(status),
+            status=status,
+        )
+
+    def _bounded(self, fn: Callable[[], T]) -> T:
+        """Run a store call with a deadline so a hung server degrades instead of hanging a request."""
+        future = self._probe_pool.submit(fn)
+        try:
+            return future.result(timeout=self.store_timeout)
+        except FutureTimeout as exc:
+            future.cancel()
+            raise TimeoutError(f"the index store did not answer within {self.store_timeout:g}s") from exc
+
+    # -- status ------------------------------------------------------------------------------------
+
+    @property
+    def generation(self) -> str:
+        """The generation the engine currently answers from."""
+        return self._snapshot.generation
+
+    def degraded_reasons(self) -> list[str]:
+        """Why answers are currently degraded; empty when all is well."""
+        reasons = []
+        if self._store_error:
+            reasons.append(f"index store unreachable ({self._store_error}); serving the last loaded index")
+        failed = self._dense_failed_at
+        if failed is not None and time.monotonic() - failed < DENSE_DEGRADED_WINDOW:
+            reasons.append("dense search failing; answers come from the lexical index")
+        if self.harmony is None:
+            reasons.append(f"Harmony analysis unavailable: {self.harmony_error or 'not loaded'}")
+        return reasons
+
+    def index_status(self) -> dict[str, Any]:
+        """``Store.status()`` fresh when the store answers in time, else the last loaded one."""
+        try:
+            status = self._bounded(self.store.status)
+        except Exception as exc:
+            self._store_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            status = dict(self._snapshot.status)
+        return status
+
+
+def open_harmony(settings: Settings) -> tuple[HarmonyAnalyzer | None, str | None]:
+    """The Harmony analyzer, or None with the reason: lookups still answer without token decoding."""
+    from service.analysis.harmony import HarmonyAnalyzer
+
+    try:
+        return HarmonyAnalyzer(settings), None
+    except Exception as exc:  # vocab provisioning or the native library; reported by /health
+        log.warning("Harmony analysis unavailable: %s", exc)
+        return None, f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def require_ready(engine: LookupEngine | None, detail: str, retry_after: int = 5) -> LookupEngine:
+    """The engine, or NotReady (503 + Retry-After) while it is still loading."""
+    if engine is None:
+        raise NotReady(detail, headers={"Retry-After": str(retry_after)})
+    return engine

@@ -1,0 +1,536 @@
+"""The MCP server: gptoss-doctor's tools and reference docs for agents (official MCP Python SDK).
+
+One server definition, two transports: ``gptoss-doctor mcp`` serves it over stdio, and the HTTP
+service mounts it over streamable HTTP at ``/mcp`` (:func:`mount_mcp`). Tools reach the engine, the
+Harmony analyzer and the store through a :class:`Backend`, so the stdio process and the HTTP app
+share the same code but each brings its own (lazily loaded) components.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+import logging
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from indexer.documents import Component, Document, split_issue_id
+from service.config import Settings
+from service.errors import DoctorError, NotReady
+from service.models import MAX_ERROR_CHARS, LookupResponse
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from service.engine import LookupEngine
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "gptoss-doctor"
+MCP_PATH = "/mcp"
+MAX_TOKEN_IDS = 4096
+THREAD_KINDS = ("card", "issue", "pull")
+
+REFERENCE_DOCS: dict[str, str] = {
+    "known-issues.md": "Known gpt-oss / Harmony / vLLM failures: symptoms, causes, fixes, issues.",
+    "model-updates.md": "Changes to the gpt-oss model files, chat template and generation config.",
+    "tool-calling-setup.md": "Configuring vLLM and clients for gpt-oss tool calling (parsers, tool_choice).",
+}
+"""The reference docs exposed as resources, ``gptoss-doctor://reference/<name>``."""
+
+INSTRUCTIONS = """\
+gptoss-doctor diagnoses failures of OpenAI's gpt-oss models served with vLLM (Harmony format errors,
+tool calling, reasoning output, Responses API). Call lookup_error with the error line, client exception
+or log tail the user sees: it returns the origin (server, client, model files, environment), decoded
+token ids, ranked known GitHub issues with confidence, fixes and configuration advice, all with sources.
+When it says no_confident_match, say so rather than guessing. Use decode_harmony_tokens for bare token
+ids, get_issue for the details of one issue, list_known_issues to browse, and read the reference docs
+for background."""
+
+_GITHUB_THREAD_URL = re.compile(r"^https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$")
+
+
+class Backend(Protocol):
+    """What the tools need from the rest of gptoss-doctor."""
+
+    def lookup(self, text: str, *, top_k: int, repos: Sequence[str] | None) -> LookupResponse:
+        """The /lookup answer for ``text``."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> list[DecodedToken]:
+        """Each id decoded with the real Harmony encoding."""
+        ...
+
+    def documents(self) -> list[Document] | None:
+        """Every indexed document, or None when no index has been built."""
+        ...
+
+    def get(self, doc_id: str) -> Document | None:
+        """One indexed document, or None (also when no index has been built)."""
+        ...
+
+
+class DecodedToken(BaseModel):
+    """One token id decoded on its own."""
+
+    id: int
+    text: str | None = Field(description="The decoded text; null when the id is outside the vocabulary.")
+    special: bool = Field(description="True for Harmony special tokens such as <|start|> or <|call|>.")
+
+
+class DecodedTokens(BaseModel):
+    """Token ids decoded with the o200k_harmony encoding used by gpt-oss."""
+
+    tokens: list[DecodedToken] = Field(description="One entry per id, in the order given.")
+
+
+class IssueDetail(BaseModel):
+    """One known issue or pull request: the curated card merged with live GitHub fields."""
+
+    issue: Document = Field(description="The stored document (curated card fields + live state and dates).")
+    source: Literal["index", "bundled-snapshot"] = Field(
+        description="index: the local index (live fields as of its last GitHub sync); bundled-snapshot: "
+        "no index is built, so the answer comes from the KB snapshot shipped with the package."
+    )
+
+
+class KnownIssue(BaseModel):
+    """One row of the known-issue list."""
+
+    id: str = Field(description="owner/repo#N")
+    title: str
+    state: str | None = Field(description="open, closed or merged")
+    kind: str = Field(description="card (curated), issue or pull")
+    component: str | None = Field(description="The area of the stack, e.g. harmony-parser or tool-calling")
+
+
+class KnownIssues(BaseModel):
+    """Known issues from the index (or the bundled KB when no index is built)."""
+
+    total: int = Field(description="How many issues match the filter (before the limit).")
+    issues: list[KnownIssue]
+    truncated: bool = Field(description="True when more issues matched than the limit let through.")
+    source: Literal["index", "bundled-snapshot"]
+
+
+def normalize_issue_id(value: str) -> str:
+    """``owner/repo#N`` or a github.com issue/PR URL -> ``owner/repo#N``; ToolError otherwise."""
+    text = value.strip()
+    match = _GITHUB_THREAD_URL.match(text)
+    if match:
+        return f"{match.group(1)}#{match.group(2)}"
+    try:
+        repo, number = split_issue_id(text)
+    except ValueError as exc:
+        raise ToolError(
+            f"{value[:200]!r} is not an issue id: use owner/repo#N (e.g. vllm-project/vllm#22578) "
+            "or a https://github.com/owner/repo/issues/N URL"
+        ) from exc
+    return f"{repo}#{number}"
+
+
+def _bundled_documents() -> list[Document]:
+    from indexer.sources.cards import card_documents
+
+    return card_documents()
+
+
+def _threads(backend: Backend) -> tuple[list[Document], Literal["index", "bundled-snapshot"]]:
+    """Issue/PR documents from the index, falling back to the bundled KB when no index exists."""
+    docs = backend.documents()
+    if docs:
+        threads = [doc for doc in docs if doc.kind in THREAD_KINDS]
+        if threads:
+            return threads, "index"
+    return _bundled_documents(), "bundled-snapshot"
+
+
+def read_reference(docs_dir: Path, name: str) -> str:
+    """The text of one reference doc; ResourceError naming the path when it is missing."""
+    if name not in REFERENCE_DOCS:
+        raise ResourceError(f"unknown reference doc {name!r}; known: {', '.join(sorted(REFERENCE_DOCS))}")
+    path = docs_dir / "reference" / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResourceError(
+            f"reference doc {path} cannot be read ({exc.strerror}); check GPTOSS_DOCTOR_DOCS_DIR"
+        ) from exc
+
+
+def _doctor_errors_as_tool_errors(call: Callable[[], Any]) -> Any:
+    """Run ``call``; the project's anticipated errors become ToolErrors the agent can read."""
+    try:
+        return call()
+    except DoctorError as exc:
+        raise ToolError(f"{exc.title}: {exc.detail}") from exc
+
+
+def build_mcp(
+    backend_provider: Callable[[], Backend], *, docs_dir: Path, core_repos: Sequence[str] = ()
+) -> MCPServer[Any]:
+    """The MCP server with its four tools and the reference-doc resources.
+
+    ``backend_provider`` is called on each tool call (it should cache): the stdio process loads the
+    model and store on first use, the HTTP app hands over the components its lifespan opened.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pkg_version = version("gptoss-doctor")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        pkg_version = "0"
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME,
+        title="gptoss-doctor",
+        description="Diagnose gpt-oss / Harmony / vLLM failures.",
+        instructions=INSTRUCTIONS,
+        version=pkg_version,
+    )
+    # The SDK's constructor calls logging.basicConfig (a rich handler at INFO on the root logger);
+    # logging belongs to the CLI and `serve`, so put the root logger back as it was.
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+
+    @server.tool(
+        title="Diagnose a gpt-oss / vLLM error",
+        description=(
+            "Diagnose an error message, client exception, traceback or log from gpt-oss served with vLLM "
+            "(e.g. 'openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token "
+            "200006'). Returns the same JSON as the service's POST /lookup: query signatures; analysis "
+            "(origin side/component/explanation, category, decoded tokens, versions, flags, parser "
+            "reproduction); ranked known issues (id, url, state, score, confidence high/medium/low, why, "
+            "fixed_by); fixes and advice, each with sources; no_confident_match=true when nothing is close."
+        ),
+        annotations=read_only,
+    )
+    def lookup_error(
+        error: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_ERROR_CHARS,
+                description="The error text, client exception, traceback or log tail (up to 1 MB).",
+            ),
+        ],
+        top_k: Annotated[int, Field(ge=1, le=50, description="How many known issues to return (1-50).")] = 5,
+        repos: Annotated[
+            list[str] | None,
+            Field(description="Only issues from these repositories (owner/name), e.g. ['vllm-project/vllm'].",
+                  max_length=50),
+        ] = None,
+    ) -> LookupResponse:
+        if not error.strip():
+            raise ToolError("error is blank: pass the error text or log the user sees")
+        backend = backend_provider()
+        return _doctor_errors_as_tool_errors(lambda: backend.lookup(error, top_k=top_k, repos=repos))
+
+    @server.tool(
+        title="Decode Harmony token ids",
+        description=(
+            "Decode gpt-oss token ids with the o200k_harmony encoding (openai-harmony), e.g. 200006 -> "
+            "'<|start|>', 200002 -> '<|return|>', 12606 -> 'comment'. Special tokens are flagged."
+        ),
+        annotations=read_only,
+    )
+    def decode_harmony_tokens(
+        ids: Annotated[
+            list[Annotated[int, Field(ge=0)]],
+            Field(min_length=1, max_length=MAX_TOKEN_IDS, description="Token ids (integers >= 0)."),
+        ],
+    ) -> DecodedTokens:
+        tokens = _doctor_errors_as_tool_errors(lambda: backend_provider().decode(ids))
+        return DecodedTokens(tokens=tokens)
+
+    @server.tool(
+        title="Get one known issue",
+        description=(
+            "The details of one GitHub issue or pull request the knowledge base knows: the curated card "
+            "(summary, cause, fix, workarounds, error signatures, flags, versions, fixed_by) merged with "
+            "live fields (state, title, dates, comments) from the last sync. id is owner/repo#N, e.g. "
+            "vllm-project/vllm#22578, or the github.com URL."
+        ),
+        annotations=read_only,
+    )
+    def get_issue(
+        id: Annotated[
+            str, Field(min_length=3, max_length=300, description="owner/repo#N or a github.com issue/PR URL.")
+        ],
+    ) -> IssueDetail:
+        doc_id = normalize_issue_id(id)
+        backend = backend_provider()
+        doc = _doctor_errors_as_tool_errors(lambda: backend.get(doc_id))
+        if doc is not None:
+            return IssueDetail(issue=doc, source="index")
+        threads, source = _threads(backend)
+        if source == "bundled-snapshot":
+            for candidate in threads:
+                if candidate.id == doc_id:
+                    return IssueDetail(issue=candidate, source=source)
+        raise ToolError(
+            f"{doc_id} is not in the knowledge base; use list_known_issues to browse, or lookup_error to "
+            "search by error text"
+        )
+
+    @server.tool(
+        title="List known issues",
+        description=(
+            "List the known gpt-oss issues and PRs (id, title, state, kind, component): the core repos "
+            "first (vllm-project/vllm, openai/harmony), newest first within a repo; optionally only one "
+            "component such as harmony-parser, tool-calling or reasoning-output."
+        ),
+        annotations=read_only,
+    )
+    def list_known_issues(
+        component: Annotated[
+            Component | None, Field(description="Only issues of this component; omit for all.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many rows (1-1000).")] = 200,
+    ) -> KnownIssues:
+        threads, source = _doctor_errors_as_tool_errors(lambda: _threads(backend_provider()))
+        rows = [doc for doc in threads if component is None or doc.component == component]
+        # Issue numbers only compare within a repo: core repos first, then newest first in each.
+        core = {repo: rank for rank, repo in enumerate(core_repos)}
+        rows.sort(key=lambda d: (core.get(d.repo or "", len(core)), d.repo or "", -(d.number or 0), d.id))
+        return KnownIssues(
+            total=len(rows),
+            issues=[
+                KnownIssue(id=d.id, title=d.title, state=d.state, kind=d.kind, component=d.component)
+                for d in rows[:limit]
+            ],
+            truncated=len(rows) > limit,
+            source=source,
+        )
+
+    for name, description in REFERENCE_DOCS.items():
+        _add_reference_resource(server, docs_dir, name, description)
+    return server
+
+
+def _add_reference_resource(server: MCPServer[Any], docs_dir: Path, name: str, description: str) -> None:
+    """Register ``reference/<name>`` as a markdown resource read from disk on each request."""
+
+    def read() -> str:
+        return read_reference(docs_dir, name)
+
+    read.__name__ = "reference_" + name.removesuffix(".md").replace("-", "_")
+    server.resource(
+        f"gptoss-doctor://reference/{name}",
+        name=f"reference/{name}",
+        title=name,
+        description=description,
+        mime_type="text/markdown",
+    )(read)
+
+
+# --- backends --------------------------------------------------------------------------------------
+
+
+class EngineBackend:
+    """The tools' backend over a :class:`~service.engine.LookupEngine`.
+
+    ``engine_provider`` returns the engine, or None while it is still loading (the HTTP app opens it
+    in the background): lookups then fail with a clear "not ready" message, while get_issue and
+    list_known_issues answer from the bundled KB snapshot.
+    """
+
+    def __init__(
+        self,
+        engine_provider: Callable[[], LookupEngine | None],
+        *,
+        not_ready_detail: Callable[[], str] | None = None,
+    ) -> None:
+        self._engine_provider = engine_provider
+        self._not_ready_detail = not_ready_detail
+
+    def _engine(self) -> LookupEngine:
+        from service.engine import require_ready
+
+        engine = self._engine_provider()
+        if engine is not None:
+            return engine
+        detail = "the index and the model are still loading"
+        if self._not_ready_detail is not None:
+            detail = self._not_ready_detail()
+        return require_ready(None, detail)
+
+    def lookup(self, text: str, *, top_k: int, repos: Sequence[str] | None) -> LookupResponse:
+        return self._engine().lookup(text, top_k, repos)
+
+    def decode(self, ids: Sequence[int]) -> list[DecodedToken]:
+        engine = self._engine()
+        if engine.harmony is None:
+            raise ToolError(
+                f"Harmony decoding is unavailable ({engine.harmony_error or 'not loaded'}); "
+                "run `gptoss-doctor doctor` to see why"
+            )
+        return [DecodedToken.model_validate(info.model_dump()) for info in engine.harmony.decode(ids)]
+
+    def _engine_or_none(self) -> LookupEngine | None:
+        # The KB tools still answer (from the bundled snapshot) when the index cannot be opened.
+        try:
+            return self._engine_provider()
+        except DoctorError as exc:
+            log.warning("index unavailable, answering from the bundled KB: %s", exc.detail)
+            return None
+
+    def documents(self) -> list[Document] | None:
+        engine = self._engine_or_none()
+        return None if engine is None else engine.store.documents()
+
+    def get(self, doc_id: str) -> Document | None:
+        engine = self._engine_or_none()
+        return None if engine is None else engine.store.get(doc_id)
+
+
+class LocalEngine:
+    """Opens a LookupEngine on first use and keeps it (the stdio server's engine).
+
+    Opening is lazy so the MCP handshake answers at once; the first tool call loads the model and
+    store (and builds the index offline when none exists yet).
+    """
+
+    def __init__(self, settings: Settings, *, on_build: Callable[[str], None] | None = None) -> None:
+        self.settings = settings
+        self.on_build = on_build
+        self._engine: LookupEngine | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> LookupEngine:
+        with self._lock:
+            if self._engine is None:
+                from service.engine import LookupEngine
+
+                try:
+                    self._engine = LookupEngine.open(self.settings, on_build=self.on_build)
+                except DoctorError:
+                    raise
+                except Exception as exc:  # model, store or vocab: say what failed and where to look
+                    log.exception("cannot open the lookup engine")
+                    raise NotReady(
+                        f"cannot open the index ({type(exc).__name__}: {str(exc)[:300]}); "
+                        "run `gptoss-doctor doctor` to see what is wrong"
+                    ) from exc
+            return self._engine
+
+    def close(self) -> None:
+        """Release the engine when one was opened."""
+        with self._lock:
+            if self._engine is not None:
+                self._engine.close()
+                self._engine = None
+
+
+def stdio_server(
+    settings: Settings, *, on_build: Callable[[str], None] | None = None
+) -> tuple[MCPServer[Any], LocalEngine]:
+    """The MCP server for ``gptoss-doctor mcp``, with the engine it opens lazily."""
+    engine = LocalEngine(settings, on_build=on_build)
+    backend = EngineBackend(engine)
+    return build_mcp(lambda: backend, docs_dir=settings.docs_dir, core_repos=settings.repos), engine
+
+
+# --- streamable HTTP mount -------------------------------------------------------------------------
+
+
+class _McpEndpoint:
+    """The ASGI endpoint at /mcp: bearer check (when a read token is set), then the session manager.
+
+    A fresh session manager is started in each app lifespan (the SDK's manager runs only once), so
+    the same app can be started and stopped again, as tests do.
+    """
+
+    def __init__(self, server: MCPServer[Any], settings: Settings) -> None:
+        self.server = server
+        self.settings = settings
+        self.manager: StreamableHTTPSessionManager | None = None
+
+    def new_manager(self) -> StreamableHTTPSessionManager:
+        # Stateless + JSON responses: every request stands alone, so replicas behind a load balancer
+        # need no sticky sessions, and no tool streams or calls back into the client.
+        self.server.streamable_http_app(
+            streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=self.settings.host
+        )
+        return self.server.session_manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # pragma: no cover - routes only pass http scopes
+            return
+        token = self.settings.read_token
+        if token is not None and not _bearer_ok(scope, token.get_secret_value()):
+            detail = "This endpoint requires a bearer token (Authorization: Bearer <token>)."
+            await _send_problem(send, 401, "Unauthorized", detail, {"www-authenticate": "Bearer"})
+            return
+        if self.manager is None:
+            detail = "The MCP endpoint starts with the app's lifespan; retry shortly."
+            await _send_problem(send, 503, "Service not ready", detail)
+            return
+        await self.manager.handle_request(scope, receive, send)
+
+
+def _bearer_ok(scope: Scope, expected: str) -> bool:
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            scheme, _, given = value.decode("latin-1").partition(" ")
+            return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), expected)
+    return False
+
+
+async def _send_problem(
+    send: Send, status: int, title: str, detail: str, headers: dict[str, str] | None = None
+) -> None:
+    """A problem+json response in the same shape as the rest of the API (before FastAPI routing)."""
+    body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+    raw = [(b"content-type", b"application/problem+json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def mount_mcp(
+    app: FastAPI,
+    settings: Settings,
+    engine_provider: Callable[[], LookupEngine | None],
+    *,
+    not_ready_detail: Callable[[], str] | None = None,
+) -> MCPServer[Any]:
+    """Serve the MCP tools over streamable HTTP at ``/mcp`` inside ``app``; returns the server.
+
+    ``engine_provider`` returns the app's engine (None while it loads). The SDK's session manager
+    must run for as long as the app serves, so this wraps the app's lifespan: the manager starts
+    before the app's own start-up and stops after its shutdown.
+    """
+    backend = EngineBackend(engine_provider, not_ready_detail=not_ready_detail)
+    server = build_mcp(lambda: backend, docs_dir=settings.docs_dir, core_repos=settings.repos)
+    endpoint = _McpEndpoint(server, settings)
+    app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(asgi_app: Any) -> AsyncIterator[Any]:
+        manager = endpoint.new_manager()
+        async with manager.run():
+            endpoint.manager = manager
+            try:
+                async with inner(asgi_app) as state:
+                    yield state
+            finally:
+                endpoint.manager = None
+
+    app.router.lifespan_context = lifespan
+    return server

@@ -1,0 +1,265 @@
+"""The request and response models of the ``POST /lookup`` contract and the status endpoints.
+
+These are the public shapes: the HTTP API, the CLI's ``--json``, the MCP tools and the bench all emit
+them, and the OpenAPI page documents them from the descriptions and examples below.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+MAX_ERROR_CHARS = 1_048_576
+"""Upper bound on the ``error`` field; the byte limit on the whole body is enforced before parsing."""
+
+_REPO = re.compile(r"^[\w.-]{1,100}/[\w.-]{1,100}$")
+
+EXAMPLE_ERROR = (
+    "(APIServer pid=1) ERROR 06-23 09:42:17 [serving.py:932] openai_harmony.HarmonyError: "
+    "Unexpected token 200002 while expecting start token 200006"
+)
+
+
+class LookupRequest(BaseModel):
+    """What to diagnose: one error line, a client exception, a traceback or a whole log."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"error": EXAMPLE_ERROR, "top_k": 5}]},
+    )
+
+    error: str = Field(
+        min_length=1,
+        max_length=MAX_ERROR_CHARS,
+        description="The error text or log (up to 1 MB). Must contain something other than whitespace.",
+        examples=[EXAMPLE_ERROR],
+    )
+    top_k: int = Field(default=5, ge=1, le=50, description="How many issues to return (1-50).")
+    repos: list[str] | None = Field(
+        default=None,
+        max_length=50,
+        description="Only return issues from these repositories (owner/name); default all.",
+        examples=[["vllm-project/vllm", "openai/harmony"]],
+    )
+
+    @field_validator("error")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("error must contain the error text or log, not only whitespace")
+        return value
+
+    @field_validator("repos")
+    @classmethod
+    def _repo_names(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        for repo in value:
+            if not _REPO.match(repo):
+                raise ValueError(f"repository {repo[:120]!r} is not owner/name (e.g. vllm-project/vllm)")
+        return value
+
+
+class QueryInfo(BaseModel):
+    """What the service understood from the input."""
+
+    signatures: list[str] = Field(
+        description="Error lines found in the input, log prefixes stripped, root cause first.",
+        examples=[
+            ["openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"]
+        ],
+    )
+    normalized: str = Field(
+        description="The normalised signatures (ids, paths, times removed), one per line, used for matching.",
+        examples=["openai_harmony.harmonyerror: unexpected token 200002 while expecting start token 200006"],
+    )
+
+
+class OriginOut(BaseModel):
+    """Where the failure originates."""
+
+    side: Literal["server", "client", "model-files", "environment", "unknown"] = Field(
+        description="Which side raised or caused the error.", examples=["server"]
+    )
+    component: str = Field(
+        description="The component at fault.", examples=["vllm serving layer (openai_harmony)"]
+    )
+    explanation: str = Field(
+        description="One line on why.",
+        examples=["HarmonyError is raised while vLLM parses the model's output; a client only relays it."],
+    )
+
+
+class TokenOut(BaseModel):
+    """A token id named in the input, decoded with the real o200k_harmony encoding."""
+
+    id: int = Field(examples=[200002])
+    text: str | None = Field(
+        description="The decoded text (special tokens shown as e.g. <|return|>); null when the id is outside "
+        "the vocabulary.",
+        examples=["<|return|>"],
+    )
+    special: bool = Field(description="True for Harmony special tokens.", examples=[True])
+
+
+class AnalysisOut(BaseModel):
+    """Input analysis: origin, error family, decoded tokens, versions and flags seen."""
+
+    origin: OriginOut
+    category: str = Field(
+        description="Error family, e.g. harmony-token or tool-calling.", examples=["harmony-token"]
+    )
+    tokens: list[TokenOut] = Field(default=[], description="Every token id the input names, decoded.")
+    versions: dict[str, str] = Field(
+        default={}, description="Versions seen in the input.", examples=[{"vllm": "0.10.1+gptoss"}]
+    )
+    flags: list[str] = Field(
+        default=[],
+        description="Server flags, request parameters and env vars seen in the input.",
+        examples=[["--tool-call-parser openai", "tool_choice=required"]],
+    )
+    model: str | None = Field(
+        default=None, description="Model seen in the input.", examples=["openai/gpt-oss-120b"]
+    )
+    client: str | None = Field(default=None, description="Client framework that reported the error.")
+    reproduction: dict[str, Any] | None = Field(
+        default=None,
+        description="When the message implies a token sequence: the real StreamableParser run and its own "
+        "error text; null when nothing could be reproduced.",
+    )
+
+
+Confidence = Literal["high", "medium", "low"]
+
+
+class IssueOut(BaseModel):
+    """One ranked GitHub issue or pull request."""
+
+    id: str = Field(description="owner/repo#N", examples=["vllm-project/vllm#46464"])
+    repo: str = Field(examples=["vllm-project/vllm"])
+    number: int = Field(examples=[46464])
+    kind: Literal["issue", "pull"]
+    title: str
+    url: str | None = Field(default=None, examples=["https://github.com/vllm-project/vllm/issues/46464"])
+    state: Literal["open", "closed", "merged"] | None = None
+    score: float = Field(ge=0.0, le=1.0, description="Fused relevance score, 0..1.")
+    confidence: Confidence
+    why: list[str] = Field(default=[], description="Why it matched: signature, terms, similarity.")
+    fixed_by: list[str] = Field(default=[], description="Pull requests (owner/repo#N) that fix it.")
+
+
+class FixOut(BaseModel):
+    """A fix or workaround, always with where it comes from."""
+
+    summary: str
+    steps: list[str] = Field(default=[], description="Concrete steps or workarounds.")
+    sources: list[str] = Field(
+        min_length=1,
+        description="Issue/PR URLs or reference sections (reference/known-issues.md#anchor) backing it.",
+    )
+    confirmed: bool = Field(default=False, description="True when the fix was confirmed or its PR merged.")
+
+
+class AdviceOut(BaseModel):
+    """A configuration rule that applies to this input."""
+
+    summary: str = Field(examples=["Start vLLM with --enable-auto-tool-choice --tool-call-parser openai."])
+    flags: list[str] = Field(
+        default=[], examples=[["--enable-auto-tool-choice", "--tool-call-parser openai"]]
+    )
+    sources: list[str] = Field(default=[])
+
+
+class IndexInfo(BaseModel):
+    """The index that answered."""
+
+    documents: int = Field(ge=0)
+    issues: int = Field(ge=0)
+    built_at: datetime | None = None
+    github_synced_at: datetime | None = None
+
+
+class LookupResponse(BaseModel):
+    """The diagnosis of one pasted error or log."""
+
+    query: QueryInfo
+    analysis: AnalysisOut
+    issues: list[IssueOut] = Field(description="Known issues, best first; low-confidence ones are marked so.")
+    no_confident_match: bool = Field(
+        description="True when no issue is close enough to trust: the answer says so instead of guessing."
+    )
+    fixes: list[FixOut]
+    advice: list[AdviceOut]
+    index: IndexInfo
+    degraded: bool = Field(
+        default=False,
+        description="True when part of the search (the dense leg on Chroma) failed and the answer comes "
+        "from the lexical leg alone.",
+    )
+
+
+class HealthResponse(BaseModel):
+    """Liveness and readiness in one: always 200 while the process runs."""
+
+    status: Literal["ok", "degraded", "starting"]
+    reasons: list[str] = Field(default=[], description="Why the service is degraded or still starting.")
+
+
+class RunOutcome(BaseModel):
+    """The outcome of one index or sync run."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str = Field(description="sync, rebuild or first-build")
+    ok: bool
+    started_at: datetime
+    finished_at: datetime | None = None
+    summary: str | None = Field(default=None, description="The indexer's summary line")
+    error: str | None = None
+
+
+class SchedulerState(BaseModel):
+    """The periodic re-sync inside ``serve``."""
+
+    enabled: bool
+    interval_seconds: float | None = None
+    running: bool = False
+    next_run_at: datetime | None = None
+
+
+class IndexStatus(BaseModel):
+    """What the index holds and how the last run went."""
+
+    ready: bool
+    documents: int = 0
+    issues: int = 0
+    built_at: datetime | None = None
+    github_synced_at: datetime | None = None
+    generation: str | None = None
+    last_run: dict[str, Any] | None = Field(default=None, description="The last index/sync run's outcome")
+    scheduler: SchedulerState
+
+
+class RunAccepted(BaseModel):
+    """An admin-triggered run was started in the background."""
+
+    started: bool
+    kind: str
+    detail: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details: every error response has this shape (``application/problem+json``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(default="about:blank", description="A URI naming the problem type")
+    title: str = Field(description="Short summary of the problem type", examples=["Request body too large"])
+    status: int = Field(description="The HTTP status code", examples=[413])
+    detail: str = Field(
+        description="What went wrong and what to change", examples=["The body is over 1,048,576 bytes."]
+    )
+    instance: str | None = Field(default=None, description="The request path", examples=["/lookup"])

@@ -1,0 +1,109 @@
+"""The serving process's state: start-up in the background, then the engine and the scheduler.
+
+The port answers at once; ``/lookup`` returns 503 + Retry-After until :meth:`Runtime.start` has opened
+the embedder, the store (building the index first on an empty data dir) and Harmony. A failed start
+is retried with backoff, so a Chroma server that comes up late is picked up without a restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Literal
+
+from service.config import Settings
+from service.engine import LookupEngine
+from service.scheduler import Runner, Scheduler, default_runner
+
+log = logging.getLogger(__name__)
+
+Loader = Callable[[Settings, Callable[[str], None]], LookupEngine]
+RETRY_DELAYS = (2.0, 5.0, 10.0, 30.0, 60.0)
+
+
+def default_loader(settings: Settings, note: Callable[[str], None]) -> LookupEngine:
+    """Open everything for real; builds the index offline first when the store is empty."""
+    return LookupEngine.open(settings, on_build=note)
+
+
+class Runtime:
+    """Holds the engine and the scheduler once start-up succeeded, and says why not before that."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        loader: Loader = default_loader,
+        runner: Runner = default_runner,
+        retry_delays: Sequence[float] = RETRY_DELAYS,
+    ) -> None:
+        self.settings = settings
+        self.loader = loader
+        self.runner = runner
+        self.retry_delays = tuple(retry_delays)
+        self.state: Literal["starting", "ready", "failed"] = "starting"
+        self.phase = "loading the model and the index"
+        self.error: str | None = None
+        self.engine: LookupEngine | None = None
+        self.scheduler: Scheduler | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start_background(self) -> threading.Thread:
+        """Run :meth:`start` in a daemon thread so the server answers meanwhile."""
+        self._thread = threading.Thread(target=self.start, name="gptoss-doctor-startup", daemon=True)
+        self._thread.start()
+        return self._thread
+
+    def start(self) -> None:
+        """Open the engine (retrying with backoff on failure), then start the scheduler."""
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                engine = self.loader(self.settings, self._note)
+            except Exception as exc:  # reported on /health and in the 503 detail, then retried
+                delay = self.retry_delays[min(attempt, len(self.retry_delays) - 1)]
+                self.error = f"{type(exc).__name__}: {str(exc)[:300]}"
+                self.state = "failed"
+                log.error("start-up failed (%s); retrying in %gs", self.error, delay)
+                attempt += 1
+                if self._stop.wait(delay):
+                    return
+                continue
+            scheduler = Scheduler(
+                self.settings,
+                embedder=engine.embedder,
+                runner=self.runner,
+                on_finished=partial(engine.reload_if_changed, now=True),
+            )
+            self.scheduler = scheduler
+            self.engine = engine
+            self.error = None
+            self.state = "ready"
+            log.info("ready: index generation %s", engine.generation)
+            if self._stop.is_set():  # shut down while we were loading
+                return
+            scheduler.start()
+            return
+
+    def _note(self, message: str) -> None:
+        self.phase = message
+        log.info("%s", message)
+
+    def not_ready_detail(self) -> str:
+        """Why lookups cannot be answered yet, for the 503 body."""
+        if self.state == "failed":
+            return f"The service could not open its index ({self.error}); retrying. See /health."
+        return f"The service is starting ({self.phase}); retry shortly."
+
+    def shutdown(self) -> None:
+        """Stop the scheduler and release the store."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self.scheduler is not None:
+            self.scheduler.stop()
+        if self.engine is not None:
+            self.engine.close()

@@ -1,0 +1,152 @@
+"""Index runs inside ``serve``: the periodic GitHub re-sync and the admin-triggered sync/rebuild.
+
+One lock covers every run, periodic or triggered, so two never overlap in this process (the indexer's
+file lock guards against other processes). Each run's outcome is kept for ``/v1/index/status``; a
+failed run leaves the last good index serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
+
+from service.config import Settings
+from service.models import SchedulerState
+
+if TYPE_CHECKING:
+    from indexer.embedding import Embedder
+
+log = logging.getLogger(__name__)
+
+RunKind = Literal["sync", "rebuild", "first-build"]
+Runner = Callable[..., Any]
+
+
+def default_runner(settings: Settings, *, kind: RunKind, embedder: Embedder | None) -> Any:
+    """The indexer: a GitHub sync, a full rebuild, or (first start) docs + snapshot only."""
+    from indexer.build import build_index
+
+    return build_index(
+        settings,
+        embedder=embedder,
+        github=kind != "first-build",
+        full=kind == "rebuild",
+        progress=False,
+    )
+
+
+class Scheduler:
+    """Runs index jobs one at a time in background threads; periodic when ``reindex_interval`` is set."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        embedder: Embedder | None = None,
+        runner: Runner = default_runner,
+        on_finished: Callable[[], object] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.runner = runner
+        self.on_finished = on_finished
+        self.interval: timedelta | None = settings.reindex_interval
+        self.last_run: dict[str, Any] | None = None
+        self.next_run_at: datetime | None = None
+        self._run_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the periodic loop (no-op when no interval is configured)."""
+        if self.interval is None or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._loop, name="gptoss-doctor-reindex", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop; a run in progress finishes on its own (the indexer commits in batches)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        for worker in self._workers:
+            worker.join(timeout)
+
+    def _loop(self) -> None:
+        assert self.interval is not None
+        period = self.interval.total_seconds()
+        while True:
+            self.next_run_at = datetime.now(UTC) + self.interval
+            if self._stop.wait(period):
+                return
+            if self.run("sync") is None:
+                log.info("scheduled re-sync skipped: another run is in progress")
+
+    # -- runs --------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True while a run holds the lock."""
+        return self._run_lock.locked()
+
+    def run(self, kind: RunKind) -> dict[str, Any] | None:
+        """Run now in this thread; None (without waiting) when another run is in progress."""
+        if not self._run_lock.acquire(blocking=False):
+            return None
+        try:
+            return self._execute(kind)
+        finally:
+            self._run_lock.release()
+
+    def trigger(self, kind: RunKind) -> bool:
+        """Start a run in a background thread; False when another run is in progress."""
+        if not self._run_lock.acquire(blocking=False):
+            return False
+
+        def work() -> None:
+            try:
+                self._execute(kind)
+            finally:
+                self._run_lock.release()
+
+        worker = threading.Thread(target=work, name=f"gptoss-doctor-{kind}", daemon=True)
+        self._workers = [w for w in self._workers if w.is_alive()] + [worker]
+        worker.start()
+        return True
+
+    def _execute(self, kind: RunKind) -> dict[str, Any]:
+        started = datetime.now(UTC)
+        t0 = time.monotonic()
+        outcome: dict[str, Any] = {"kind": kind, "ok": False, "started_at": started.isoformat()}
+        try:
+            summary = self.runner(self.settings, kind=kind, embedder=self.embedder)
+            line = summary.line() if hasattr(summary, "line") else str(summary)
+            outcome.update(ok=True, summary=line)
+            log.info("%s finished: %s", kind, line)
+        except Exception as exc:  # any failure is recorded and reported; the old index keeps serving
+            outcome.update(error=f"{type(exc).__name__}: {str(exc)[:300]}")
+            log.warning("%s failed: %s", kind, outcome["error"])
+        outcome.update(finished_at=datetime.now(UTC).isoformat(), seconds=round(time.monotonic() - t0, 2))
+        self.last_run = outcome
+        if self.on_finished is not None:
+            try:
+                self.on_finished()
+            except Exception:
+                log.exception("reload after %s failed", kind)
+        return outcome
+
+    def state(self) -> SchedulerState:
+        """What ``/v1/index/status`` shows about scheduling."""
+        return SchedulerState(
+            enabled=self.interval is not None,
+            interval_seconds=self.interval.total_seconds() if self.interval else None,
+            running=self.running,
+            next_run_at=self.next_run_at if self.interval else None,
+        )
