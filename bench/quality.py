@@ -169,3 +169,30 @@ class DenseBaseline:
         vector = self.encode([q.text])[0]
         order = np.argsort(-(self.matrix @ vector))[:10]
         return Outcome(ranked=[self.ids[i] for i in order])
+
+
+class PipelineSystem:
+    """The full pipeline through ``LookupEngine`` on a real built index (adapter added by the bench).
+
+    Ranked ids are the answer's ``issues``; ``high_confidence`` is true when any issue is rated high;
+    ``side`` is ``analysis.origin.side``; the answer text is every fix (summary + steps) and every
+    advice item (summary + flags), which is what ``expect.advice_any`` is matched against.
+    """
+
+    def __init__(self, engine: Any, *, top_k: int = 10) -> None:
+        self.engine = engine
+        self.top_k = top_k
+
+    def __call__(self, q: Query) -> Outcome:
+        answer = self.engine.lookup(q.text, top_k=self.top_k)
+        parts: list[str] = []
+        for fix in answer.fixes:
+            parts += [fix.summary, *fix.steps]
+        for advice in answer.advice:
+            parts += [advice.summary, *advice.flags]
+        return Outcome(
+            ranked=[issue.id for issue in answer.issues],
+            high_confidence=any(issue.confidence == "high" for issue in answer.issues),
+            side=answer.analysis.origin.side,
+            answer_text="\n".join(parts),
+        )

@@ -59,7 +59,9 @@ When it says no_confident_match, say so rather than guessing. Use decode_harmony
 ids, get_issue for the details of one issue, list_known_issues to browse, and read the reference docs
 for background."""
 
-_GITHUB_THREAD_URL = re.compile(r"^https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$")
+_GITHUB_THREAD_URL = re.compile(
+    r"^https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$"
+)
 
 
 class Backend(Protocol):
@@ -231,8 +233,10 @@ def build_mcp(
         top_k: Annotated[int, Field(ge=1, le=50, description="How many known issues to return (1-50).")] = 5,
         repos: Annotated[
             list[str] | None,
-            Field(description="Only issues from these repositories (owner/name), e.g. ['vllm-project/vllm'].",
-                  max_length=50),
+            Field(
+                description="Only issues from these repositories (owner/name), e.g. ['vllm-project/vllm'].",
+                max_length=50,
+            ),
         ] = None,
     ) -> LookupResponse:
         if not error.strip():

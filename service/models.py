@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 MAX_ERROR_CHARS = 1_048_576
 """Upper bound on the ``error`` field; the byte limit on the whole body is enforced before parsing."""
 
-_REPO = re.compile(r"^[\w.-]{1,100}/[\w.-]{1,100}$")
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.{1,2}$)[\w.-]{1,100}$")  # GitHub's own rules
 
 EXAMPLE_ERROR = (
     "(APIServer pid=1) ERROR 06-23 09:42:17 [serving.py:932] openai_harmony.HarmonyError: "

@@ -164,31 +164,55 @@ class Retriever:
     # -- legs ---------------------------------------------------------------------------------------
 
     def _signature_leg(self, parsed: ParsedInput) -> dict[int, tuple[float, str, str]]:
+        """Best signature match per document; a document matching several input lines gains a little."""
         best: dict[int, tuple[float, str, str]] = {}
+        extra: dict[int, float] = {}
         lines = [(e.text, e.weight) for e in parsed.evidence if e.kind not in {"wrapper", "source"}][:8]
         if not lines and not parsed.is_log:
             lines = [(parsed.text[:600], 1.0)]
         for line, weight in lines:
-            q = self._weights(signature_tokens(line))
+            tokens = signature_tokens(line)
+            q = self._weights(tokens)
             q_total = sum(q.values())
             if not q_total:
                 continue
-            factor = min(1.0, weight / 1.0)
+            partial = tokens[-1] if tokens and not line.rstrip()[-1:].isspace() else ""
+            factor = min(1.0, weight)
+            line_best: dict[int, tuple[float, str]] = {}
             for index, sig, s in self._signatures:
                 common = q.keys() & s.keys()
                 if not common:
                     continue
                 shared = sum(s[t] for t in common)
-                sig_cov = shared / sum(s.values())
-                q_cov = sum(q[t] for t in common) / q_total
+                s_total = sum(s.values())
+                if partial and partial not in s:
+                    # A paste cut mid-word ("... while expect"): the cut word counts as its completion.
+                    completion = next((t for t in s if t.startswith(partial) and t not in common), None)
+                    if completion:
+                        shared += s[completion]
+                        common = common | {partial}
+                sig_cov = shared / s_total
                 if sig_cov < 0.5:
                     continue
-                # A signature fully inside a longer line is a match; a line fully inside a longer
-                # signature (a truncated paste) is one too, unless the line is tiny.
-                score = max(sig_cov * min(1.0, q_cov + 0.45), q_cov * min(1.0, sig_cov + 0.25))
-                score *= factor
-                if score > best.get(index, (0.0, "", ""))[0]:
+                q_cov = sum(q[t] for t in common if t in q) / q_total
+                # A signature inside a longer line matches; so does a line inside a longer signature
+                # (a truncated paste). Longer shared evidence beats a short generic signature.
+                coverage = max(sig_cov * min(1.0, q_cov + 0.4), q_cov * min(1.0, sig_cov + 0.3))
+                specificity = 0.8 + 0.2 * min(1.0, shared / 30.0)
+                score = coverage * specificity * factor
+                if score > line_best.get(index, (0.0, ""))[0]:
+                    line_best[index] = (score, sig)
+            for index, (score, sig) in line_best.items():
+                previous = best.get(index)
+                if previous is None or score > previous[0]:
+                    if previous is not None:
+                        extra[index] = extra.get(index, 0.0) + previous[0]
                     best[index] = (score, line, sig)
+                else:
+                    extra[index] = extra.get(index, 0.0) + score
+        for index, more in extra.items():
+            score, line, sig = best[index]
+            best[index] = (min(1.0, score + 0.03 * min(more, 2.0)), line, sig)
         return best
 
     def _lexical_leg(self, parsed: ParsedInput, limit: int = 100) -> list[tuple[int, float]]:

@@ -41,7 +41,9 @@ CURATED_FIELDS = (
 _CHECKBOX = re.compile(r"^\s{0,6}[-*+] \[[ xX]\]")
 _HEADING = re.compile(r"^(#{1,6})\s")
 _ENV_HEADING = re.compile(r"^#{1,6}\s.{0,10}your (?:current )?environment", re.I)
-_TEMPLATE_LINE = re.compile(r"^\s{0,4}(?:Before submitting a new issue|Thanks for contributing)", re.I)
+_TEMPLATE_LINE = re.compile(
+    r"^\s{0,4}(?:#{1,6}\s{1,4})?(?:Before submitting a new issue|Thanks for contributing)", re.I
+)
 _BLANK_RUN = re.compile(r"\n{3,20}")
 
 # A real exception or error: a dotted/CamelCase name ending in Error/Exception followed by ":" "(" or
@@ -53,18 +55,21 @@ _REAL_ERROR = re.compile(
 )
 _NOT_AN_ERROR_LINE = re.compile(r"^(?:#|[-*+] |>|\||Traceback \(most recent call last\))")
 
-# "vllm==0.10.1+gptoss", "vLLM API server version 0.10.1", "PyTorch version: 2.8.0+cu128", "torch 2.8".
+# "vllm==0.10.1+gptoss", "vLLM API server version 0.10.1", "PyTorch version: 2.8.0+cu128", "torch 2.8",
+# "vllm/vllm-openai:v0.10.2"; not "CUDA used to build PyTorch: 12.8" (a colon needs "version" before it).
+_SEPARATOR = r"(?:[ \t]{1,4}version[ \t]{0,2}:?|[ \t]{0,4}(?:==|>=|<=|~=|=)|[ \t])[ \t]{0,4}"
 _VERSION = (
-    r"[ \t]{0,4}(?:==|>=|<=|~=|:|=|[ \t])[ \t]{0,4}"
-    r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}(?:\.?(?:post|dev|rc|a|b)\d{0,8})?(?:\+[0-9A-Za-z.]{1,30})?)"
+    r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}"  # 0.10.1, 0.10.1.1
+    r"(?:\.?(?:post|dev|rc|a|b)\d{0,8})?"  # rc1, .dev12
+    r"(?:\+[0-9A-Za-z.]{1,30})?)"  # +gptoss, +cu128
 )
 _VERSION_PATTERNS: dict[str, re.Pattern[str]] = {
     "vllm": re.compile(
-        r"(?<![\w-])vllm(?:/vllm-openai)?(?:[ \t]{1,4}(?:api[ \t]server[ \t])?version)?" + _VERSION, re.I
+        r"(?<![\w-])vllm(?:/vllm-openai:|(?:[ \t]{1,4}api[ \t]server)?" + _SEPARATOR + ")" + _VERSION, re.I
     ),
-    "openai-harmony": re.compile(r"(?<![\w-])openai[-_]harmony(?:[ \t]{1,4}version)?" + _VERSION, re.I),
-    "transformers": re.compile(r"(?<![\w-])transformers(?:[ \t]{1,4}version)?" + _VERSION, re.I),
-    "torch": re.compile(r"(?<![\w-])(?:py)?torch(?:[ \t]{1,4}version)?" + _VERSION, re.I),
+    "openai-harmony": re.compile(r"(?<![\w-])openai[-_]harmony" + _SEPARATOR + _VERSION, re.I),
+    "transformers": re.compile(r"(?<![\w-])transformers" + _SEPARATOR + _VERSION, re.I),
+    "torch": re.compile(r"(?<![\w-])(?:py)?torch" + _SEPARATOR + _VERSION, re.I),
 }
 
 # "Fixes #12", "closes owner/repo#12", "Resolved https://github.com/owner/repo/issues/12".

@@ -254,7 +254,7 @@ def _older(version: str, minimum: str) -> bool:
 
 def _tool_choice_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str]) -> list[Advice]:
     choice = flags.get("tool-choice")
-    if choice is None or choice.startswith("auto") or choice.startswith("none"):
+    if choice is None or choice in {"true", "false"} or choice.startswith(("auto", "none")):
         return []
     return [
         Advice(
@@ -407,7 +407,7 @@ def _version_advice(parsed: ParsedInput, hits: Sequence[Document]) -> list[Advic
                 f"{doc.id}; upgrade to {target} or newer."
             )
         else:
-            summary = f"Your vLLM {version} already includes {source} (vLLM {target}): {doc.id} is not the cause."
+            summary = f"Your vLLM {version} already has {source} (vLLM {target}): not the cause here."
         advice.append(Advice(summary=summary, flags=[], sources=sorted({doc.id, source})))
     return advice
 

@@ -18,12 +18,16 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from service.analysis.input import ParsedInput
 from service.config import Settings
 from service.errors import VocabError
+
+if TYPE_CHECKING:
+    from openai_harmony import HarmonyEncoding
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +171,12 @@ class HarmonyAnalyzer:
 
     def __init__(self, settings: Settings) -> None:
         vocab_dir = ensure_vocab(settings.vocab_dir)
-        self._harmony = _load_encoding(vocab_dir)
+        self._harmony: HarmonyEncoding = _load_encoding(vocab_dir)
+
+    @property
+    def encoding(self) -> HarmonyEncoding:
+        """The loaded openai-harmony HARMONY_GPT_OSS encoding."""
+        return self._harmony
 
     def _decode_one(self, token: int) -> str | None:
         from openai_harmony import HarmonyError
@@ -274,7 +283,7 @@ class HarmonyAnalyzer:
 _ENCODING_LOCK = threading.Lock()
 
 
-def _load_encoding(vocab_dir: Path):  # type: ignore[no-untyped-def]  # openai_harmony ships no stubs
+def _load_encoding(vocab_dir: Path) -> HarmonyEncoding:
     """Load the gpt-oss Harmony encoding from ``vocab_dir`` (no network)."""
     from openai_harmony import HarmonyEncodingName, HarmonyError, load_harmony_encoding
 

@@ -322,7 +322,7 @@ _CLIENT_APP = re.compile(
 
 def _from_hits(
     hits: Sequence[Document], limit: int = 3, prior: dict[Side, float] | None = None
-) -> tuple[Side, str, Document] | None:
+) -> tuple[Side, str, Document | None] | None:
     """Rank-weighted vote of the top hits that carry a usable side (plus an optional prior)."""
     votes: dict[Side, float] = dict(prior or {})
     first: dict[Side, tuple[str, Document]] = {}
@@ -333,12 +333,11 @@ def _from_hits(
         side, component = judged
         votes[side] = votes.get(side, 0.0) + 1.0 / (rank + 1)
         first.setdefault(side, (component, doc))
-    if not first:
+    if not votes:
         return None
     side = max(votes, key=lambda s: votes[s])
     if side not in first:
-        side = max(first, key=lambda s: votes[s])
-        return side, first[side][0], first[side][1]
+        return side, "other", None
     component, doc = first[side]
     return side, component, doc
 
@@ -368,12 +367,17 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
         return Origin(side="server", component=component, explanation=explanation)
     if voted is not None:
         side, component, doc = voted
-        return Origin(
-            side=side,
-            component=component,
-            explanation=f"The input names no error the rules know; the closest known issue {doc.id} "
-            f"({doc.component}, raised by {doc.error_source}) points to the {side}.",
-        )
+        if doc is None:
+            explanation = (
+                "The input describes the behaviour of a serving engine and names no client application, "
+                "and no known issue points elsewhere."
+            )
+        else:
+            explanation = (
+                f"The input names no error the rules know; the closest known issue {doc.id} "
+                f"({doc.component}, raised by {doc.error_source}) points to the {side}."
+            )
+        return Origin(side=side, component=component, explanation=explanation)
     return Origin(
         side="unknown",
         component="other",

@@ -104,7 +104,12 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    return problem_response(request, exc.status_code, str(exc.detail), headers=dict(exc.headers or {}))
+    detail = str(exc.detail)
+    if exc.status_code == 404:
+        detail = f"Nothing at {request.url.path[:200]}; the API is described at /docs."
+    elif exc.status_code == 405:
+        detail = f"{request.method} is not allowed on {request.url.path[:200]}; see /docs."
+    return problem_response(request, exc.status_code, detail, headers=dict(exc.headers or {}))
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

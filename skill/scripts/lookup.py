@@ -127,7 +127,10 @@ def render(answer: dict[str, Any]) -> str:
     issues = _get(answer, "issues", []) or []
     if issues:
         lines.append("")
-        lines.append("Matching issues:")
+        if _get(answer, "no_confident_match"):
+            lines.append("No confident match; the closest issues (low confidence):")
+        else:
+            lines.append("Matching issues:")
         for issue in issues:
             head = f"- {_get(issue, 'id')} [{_get(issue, 'state', '?')}, {_get(issue, 'confidence', '?')}]"
             title = _get(issue, "title")
@@ -145,7 +148,8 @@ def render(answer: dict[str, Any]) -> str:
         lines.append("")
         lines.append("Fixes:")
         for fix in fixes:
-            lines.append(f"- {_get(fix, 'summary', '')}")
+            confirmed = " (confirmed)" if _get(fix, "confirmed") else ""
+            lines.append(f"- {_get(fix, 'summary', '')}{confirmed}")
             for step in _get(fix, "steps", []) or []:
                 lines.append(f"    * {step}")
             if _get(fix, "sources"):
@@ -160,6 +164,9 @@ def render(answer: dict[str, Any]) -> str:
                 lines.append("    flags: " + " ".join(item["flags"]))
             if _get(item, "sources"):
                 lines.append("    sources: " + ", ".join(item["sources"]))
+    if _get(answer, "degraded"):
+        lines.append("")
+        lines.append("Degraded: semantic search was unavailable; lexical matches only.")
     index = _get(answer, "index", {})
     if index:
         lines.append("")

@@ -1,0 +1,622 @@
+"""The Chroma store: documents with their embeddings, content hashes, generation stamp and watermarks.
+
+Layout inside Chroma (embedded ``PersistentClient`` or a ``chroma run`` server, same code):
+
+* ``<collection>__g<N>``: a data collection (cosine space). Each record holds the Document's full JSON
+  in ``documents``, its vector, and scalar metadata (kind, repo, number, state, hashes).
+* ``<collection>__meta``: small records with a 1-d dummy vector:
+  ``active`` -> which data collection serves and its generation; ``state:<data collection>`` ->
+  generation, watermarks, built/synced times, embedder; ``last_run`` -> the last run's outcome.
+
+Keeping meta in Chroma makes replicas on one server agree. A full rebuild writes a fresh data collection
+and swaps ``active`` only when it completes, so a failed rebuild leaves the last good index serving.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from indexer.documents import Document
+from indexer.embedding import Embedder
+from indexer.errors import StoreError
+from indexer.lock import WriteLock
+
+if TYPE_CHECKING:
+    from service.config import Settings
+
+log = logging.getLogger(__name__)
+
+FIX = "rebuild it with `gptoss-doctor index --full`"
+ACTIVE = "active"
+LAST_RUN = "last_run"
+CHUNK = 256
+EMBED_CHUNK = 64
+Progress = Callable[[int], None]
+
+
+@dataclass
+class UpsertStats:
+    """What an upsert did: documents new, updated (any field), unchanged, and how many were embedded."""
+
+    new: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    embedded: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.new or self.updated)
+
+    def __add__(self, other: UpsertStats) -> UpsertStats:
+        return UpsertStats(*(a + b for a, b in zip(asdict(self).values(), asdict(other).values(), strict=True)))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _embed_key(embedder: Embedder, doc: Document) -> str:
+    # The model family, not the backend: ONNX int8 and torch vectors agree to cosine >= 0.99, so a
+    # backend switch does not re-embed the corpus; a different model or dimension does.
+    family = embedder.name.split("/", 1)[0]
+    return f"{family}:{embedder.dimension}:{doc.embedding_hash()}"
+
+
+def _metadata(doc: Document, content_hash: str, embed_key: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"kind": doc.kind, "content_hash": content_hash, "embed_key": embed_key}
+    if doc.repo:
+        meta["repo"] = doc.repo
+    if doc.number is not None:
+        meta["number"] = doc.number
+    if doc.state:
+        meta["state"] = doc.state
+    return meta
+
+
+class Store:
+    """Documents + vectors + index metadata in Chroma. Open with :meth:`open`."""
+
+    def __init__(
+        self,
+        client: Any,
+        settings: Settings,
+        embedder: Embedder,
+        *,
+        read_only: bool,
+        lock: WriteLock | None,
+    ) -> None:
+        self._client = client
+        self.settings = settings
+        self.embedder = embedder
+        self.read_only = read_only
+        self._lock = lock
+        self._base = settings.collection
+        self._meta_name = f"{self._base}__meta"
+        self._meta: Any = None
+        self._collections: dict[str, Any] = {}
+        self._active: str | None = None
+        self._generation = ""
+        self._target: str | None = None  # where writes go: the active collection, or a rebuild's
+        self.location = settings.chroma_url or str(settings.chroma_dir)
+
+    # ----------------------------------------------------------------- opening
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        embedder: Embedder,
+        *,
+        read_only: bool = False,
+        lock_timeout: float = 0.0,
+        reset_if_corrupt: bool = False,
+    ) -> Store:
+        """Open (and, when writable, initialise) the store.
+
+        Writable embedded stores take the data dir's write lock for the Store's lifetime (StoreLocked
+        when another process holds it). A corrupt store raises StoreError naming the fix, unless
+        ``reset_if_corrupt`` (a full rebuild), which moves the broken folder aside and starts empty.
+        """
+        lock = None
+        if not read_only and not settings.chroma_url:
+            lock = WriteLock(settings.data_dir).acquire(timeout=lock_timeout)
+        try:
+            try:
+                store = cls(_client(settings), settings, embedder, read_only=read_only, lock=lock)
+                store._load()
+            except StoreError:
+                if not reset_if_corrupt or settings.chroma_url:
+                    raise
+                _move_aside(settings)
+                store = cls(_client(settings), settings, embedder, read_only=read_only, lock=lock)
+                store._load()
+            return store
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+
+    def _load(self) -> None:
+        try:
+            names = {c if isinstance(c, str) else c.name for c in self._client.list_collections()}
+            if self._meta_name not in names:
+                if any(n.startswith(f"{self._base}__g") for n in names):
+                    raise StoreError(f"the index at {self.location} has data but no metadata; {FIX}")
+                if self.read_only:
+                    return  # an empty store: nothing indexed yet
+                self._meta = self._client.get_or_create_collection(self._meta_name, embedding_function=None)
+            else:
+                self._meta = self._client.get_collection(self._meta_name, embedding_function=None)
+            active = self._meta_get([ACTIVE]).get(ACTIVE)
+            if active is None:
+                if self.read_only:
+                    return
+                name = self._create_data_collection()
+                self._write_meta({ACTIVE: {"collection": name, "generation": self._state(name)["generation"]}})
+                active = {"collection": name, "generation": self._state(name)["generation"]}
+            self._active = str(active["collection"])
+            self._generation = str(active["generation"])
+            self._collection(self._active).count()  # fails when the data collection is missing/corrupt
+            state = self._state(self._active)
+            if not self.read_only and state.get("dirty"):
+                # A writer died between writing documents and bumping the generation: bump it now so
+                # replicas rebuild their lexical index from what is actually stored.
+                self._bump(self._active)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"the index at {self.location} cannot be read ({_short(exc)}); {FIX}") from exc
+        self._target = self._active
+
+    def close(self) -> None:
+        """Release the write lock (the Chroma client itself needs no closing)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- meta helpers
+    def _meta_get(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        if self._meta is None:
+            return {}
+        got = self._meta.get(ids=list(ids), include=["metadatas"])
+        return {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
+
+    def _write_meta(self, records: dict[str, dict[str, Any]]) -> None:
+        self._require_writable()
+        ids = list(records)
+        self._meta.upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=[records[i] for i in ids])
+
+    def _state(self, name: str) -> dict[str, Any]:
+        return self._meta_get([f"state:{name}"]).get(f"state:{name}", {})
+
+    def _create_data_collection(self) -> str:
+        names = {c if isinstance(c, str) else c.name for c in self._client.list_collections()}
+        seq = 1
+        while f"{self._base}__g{seq}" in names:
+            seq += 1
+        name = f"{self._base}__g{seq}"
+        self._client.create_collection(
+            name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+        )
+        self._write_meta(
+            {
+                f"state:{name}": {
+                    "generation": uuid.uuid4().hex[:16],
+                    "created_at": _now(),
+                    "watermarks": "{}",
+                    "dirty": False,
+                    "embedder": self.embedder.name,
+                    "dimension": self.embedder.dimension,
+                }
+            }
+        )
+        return name
+
+    def _collection(self, name: str) -> Any:
+        if name not in self._collections:
+            self._collections[name] = self._client.get_collection(name, embedding_function=None)
+        return self._collections[name]
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise StoreError("this store was opened read-only; only the indexer writes it")
+
+    def _bump(self, name: str, **extra: Any) -> str:
+        """New generation for a data collection (and the active pointer when it serves)."""
+        generation = uuid.uuid4().hex[:16]
+        state = self._state(name) | extra | {"generation": generation, "dirty": False}
+        records = {f"state:{name}": state}
+        if name == self._active:
+            records[ACTIVE] = {"collection": name, "generation": generation}
+            self._generation = generation
+        self._write_meta(records)
+        return generation
+
+    def _refresh(self) -> None:
+        if self._meta is None:
+            if self.read_only:
+                # A read-only store opened before the first build: look again, cheaply.
+                self._load()
+            return
+        active = self._meta_get([ACTIVE]).get(ACTIVE)
+        if active:
+            if active["collection"] != self._active and self._target == self._active:
+                self._target = str(active["collection"])
+            self._active = str(active["collection"])
+            self._generation = str(active["generation"])
+
+    def _read(self, op: Callable[[Any], Any], default: Any) -> Any:
+        """Run a read on the active collection, following a swap made by another process once."""
+        if self._active is None:
+            self._refresh()
+            if self._active is None:
+                return default
+        try:
+            return op(self._collection(self._active))
+        except Exception as exc:
+            if type(exc).__name__ != "NotFoundError":
+                raise StoreError(f"reading the index at {self.location} failed: {_short(exc)}") from exc
+        self._collections.clear()
+        self._refresh()
+        try:
+            return op(self._collection(str(self._active)))
+        except Exception as exc:
+            raise StoreError(f"reading the index at {self.location} failed: {_short(exc)}; {FIX}") from exc
+
+    # ----------------------------------------------------------------- reads
+    def generation(self) -> str:
+        """The current generation stamp: changes whenever the served document set changes."""
+        try:
+            self._refresh()
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"reading the index at {self.location} failed: {_short(exc)}") from exc
+        return f"{self._active}:{self._generation}" if self._active else ""
+
+    def documents(self) -> list[Document]:
+        """Every served document, sorted by id."""
+
+        def fetch(col: Any) -> list[Document]:
+            docs: list[Document] = []
+            offset = 0
+            while True:
+                got = col.get(include=["documents"], limit=1000, offset=offset)
+                docs += [Document.model_validate_json(d) for d in got["documents"] or []]
+                if len(got["ids"]) < 1000:
+                    break
+                offset += 1000
+            return sorted(docs, key=lambda d: d.id)
+
+        result: list[Document] = self._read(fetch, [])
+        return result
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Document]:
+        """The served documents among ``ids``, by id."""
+        if not ids:
+            return {}
+
+        def fetch(col: Any) -> dict[str, Document]:
+            out: dict[str, Document] = {}
+            for start in range(0, len(ids), CHUNK):
+                got = col.get(ids=list(ids[start : start + CHUNK]), include=["documents"])
+                for doc_id, text in zip(got["ids"], got["documents"] or [], strict=False):
+                    out[doc_id] = Document.model_validate_json(text)
+            return out
+
+        result: dict[str, Document] = self._read(fetch, {})
+        return result
+
+    def get(self, doc_id: str) -> Document | None:
+        """One served document or None."""
+        return self.get_many([doc_id]).get(doc_id)
+
+    def query(
+        self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """The k nearest documents as (id, cosine similarity), best first."""
+        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+
+        def run(col: Any) -> list[tuple[str, float]]:
+            count = col.count()
+            if count == 0 or k <= 0:
+                return []
+            got = col.query(
+                query_embeddings=[vec], n_results=min(k, count), where=where, include=["distances"]
+            )
+            ids = got["ids"][0]
+            distances = (got["distances"] or [[]])[0]
+            return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=False)]
+
+        result: list[tuple[str, float]] = self._read(run, [])
+        return result
+
+    def count(self) -> int:
+        """How many documents are served."""
+        result: int = self._read(lambda col: col.count(), 0)
+        return result
+
+    def watermark(self, repo: str) -> datetime | None:
+        """The UTC time up to which ``repo`` is synced into the collection being written (or served)."""
+        name = self._target or self._active
+        if name is None:
+            return None
+        value = json.loads(self._state(name).get("watermarks") or "{}").get(repo)
+        return datetime.fromisoformat(value) if value else None
+
+    def status(self) -> dict[str, Any]:
+        """Counts, times, generation and last run, for /v1/index/status and the CLI."""
+        self._refresh()
+        state = self._state(self._active) if self._active else {}
+        issues: int = self._read(
+            lambda col: len(col.get(where={"kind": {"$ne": "reference-section"}}, include=[])["ids"]), 0
+        )
+        return {
+            "documents": self.count(),
+            "issues": issues,
+            "built_at": state.get("built_at") or None,
+            "github_synced_at": state.get("github_synced_at") or None,
+            "generation": self.generation(),
+            "embedder": state.get("embedder"),
+            "watermarks": json.loads(state.get("watermarks") or "{}"),
+            "store": "server" if self.settings.chroma_url else "embedded",
+            "location": self.location,
+            "last_run": self.last_run(),
+        }
+
+    def last_run(self) -> dict[str, Any] | None:
+        """The last recorded index/sync outcome."""
+        record = self._meta_get([LAST_RUN]).get(LAST_RUN)
+        return json.loads(record["json"]) if record and record.get("json") else None
+
+    # ----------------------------------------------------------------- writes
+    def upsert(self, docs: Sequence[Document], *, progress: Progress | None = None) -> UpsertStats:
+        """Insert or update documents; only new or changed text is embedded; bumps the generation."""
+        stats = self._apply(docs, progress=progress)
+        if stats.changed:
+            self._bump(self._writable_target())
+        return stats
+
+    def commit_batch(
+        self, docs: Sequence[Document], watermarks: dict[str, datetime], *, progress: Progress | None = None
+    ) -> UpsertStats:
+        """Upsert docs, THEN advance the watermarks and bump the generation in one meta write.
+
+        A crash before the end leaves the old watermarks, and re-fetching is idempotent.
+        """
+        stats = self._apply(docs, progress=progress)
+        name = self._writable_target()
+        state = self._state(name)
+        marks = json.loads(state.get("watermarks") or "{}")
+        for repo, when in watermarks.items():
+            old = marks.get(repo)
+            new = _utc(when)
+            if old is None or new > datetime.fromisoformat(old):
+                marks[repo] = new.isoformat()
+        extra = {"watermarks": json.dumps(marks, sort_keys=True), "github_synced_at": _now()}
+        if stats.changed or state.get("dirty"):
+            self._bump(name, **extra)
+        else:
+            self._write_meta({f"state:{name}": state | extra})
+        return stats
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove documents (missing ids are ignored); bumps the generation when any existed."""
+        name = self._writable_target()
+        col = self._collection(name)
+        present = col.get(ids=list(ids), include=[])["ids"] if ids else []
+        if not present:
+            return
+        self._mark_dirty(name)
+        for start in range(0, len(present), CHUNK):
+            col.delete(ids=present[start : start + CHUNK])
+        self._bump(name)
+
+    def record_run(self, outcome: dict[str, Any]) -> None:
+        """Store the last index/sync run's outcome (shown by /v1/index/status)."""
+        self._write_meta({LAST_RUN: {"json": json.dumps(outcome, default=str), "at": _now()}})
+
+    def mark_built(self) -> None:
+        """Stamp the collection being written as built now."""
+        name = self._writable_target()
+        self._write_meta({f"state:{name}": self._state(name) | {"built_at": _now()}})
+
+    def _writable_target(self) -> str:
+        self._require_writable()
+        if self._target is None:
+            raise StoreError(f"the index at {self.location} is not initialised; {FIX}")
+        return self._target
+
+    def _mark_dirty(self, name: str) -> None:
+        state = self._state(name)
+        if not state.get("dirty"):
+            self._write_meta({f"state:{name}": state | {"dirty": True}})
+
+    def _apply(self, docs: Sequence[Document], *, progress: Progress | None) -> UpsertStats:
+        """Write documents into the target collection without touching the generation."""
+        name = self._writable_target()
+        dimension = self._state(name).get("dimension")
+        if dimension is not None and int(dimension) != self.embedder.dimension:
+            raise StoreError(
+                f"the index at {self.location} holds {dimension}-d vectors but {self.embedder.name} makes "
+                f"{self.embedder.dimension}-d ones; {FIX}"
+            )
+        col = self._collection(name)
+        unique = list({doc.id: doc for doc in docs}.values())
+        stats = UpsertStats()
+        dirty = False
+        for start in range(0, len(unique), CHUNK):
+            chunk = unique[start : start + CHUNK]
+            got = col.get(ids=[d.id for d in chunk], include=["metadatas"])
+            existing = {i: m or {} for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
+            to_embed: list[tuple[Document, str, str]] = []
+            meta_only: list[tuple[Document, str, str]] = []
+            for doc in chunk:
+                content_hash, embed_key = doc.content_hash(), _embed_key(self.embedder, doc)
+                old = existing.get(doc.id)
+                if old is None:
+                    stats.new += 1
+                    to_embed.append((doc, content_hash, embed_key))
+                elif old.get("content_hash") == content_hash and old.get("embed_key") == embed_key:
+                    stats.unchanged += 1
+                else:
+                    stats.updated += 1
+                    target = meta_only if old.get("embed_key") == embed_key else to_embed
+                    target.append((doc, content_hash, embed_key))
+            if (to_embed or meta_only) and not dirty:
+                self._mark_dirty(name)
+                dirty = True
+            if meta_only:
+                # Chroma would try to re-embed a changed `documents` field without vectors, so the
+                # stored vectors are passed back unchanged.
+                vectors = col.get(ids=[d.id for d, _, _ in meta_only], include=["embeddings"])
+                by_id = dict(zip(vectors["ids"], vectors["embeddings"], strict=False))
+                self._write(col, meta_only, np.asarray([by_id[d.id] for d, _, _ in meta_only]))
+            for part in range(0, len(to_embed), EMBED_CHUNK):
+                batch = to_embed[part : part + EMBED_CHUNK]
+                vectors = self.embedder.encode([d.text for d, _, _ in batch])
+                stats.embedded += len(batch)
+                self._write(col, batch, vectors)
+                if progress:
+                    progress(len(batch))
+            if progress:
+                progress(len(chunk) - len(to_embed))
+        return stats
+
+    @staticmethod
+    def _write(col: Any, rows: list[tuple[Document, str, str]], vectors: np.ndarray) -> None:
+        col.upsert(
+            ids=[d.id for d, _, _ in rows],
+            embeddings=np.asarray(vectors, dtype=np.float32),
+            documents=[d.model_dump_json() for d, _, _ in rows],
+            metadatas=[_metadata(d, h, k) for d, h, k in rows],
+        )
+
+    # ----------------------------------------------------------------- full rebuild
+    @contextmanager
+    def rebuild(self, *, carry: Callable[[Document], bool] | None = None) -> Iterator[None]:
+        """Write into a fresh collection; swap it in only if the block completes.
+
+        ``carry`` selects documents of the serving collection to copy over with their vectors (and its
+        watermarks), e.g. GitHub threads when the rebuild does not sync GitHub.
+        """
+        self._require_writable()
+        self._drop_leftovers()
+        old = self._active
+        name = self._create_data_collection()
+        self._target = name
+        try:
+            if old is not None and carry is not None:
+                self._carry_over(old, name, carry)
+            yield
+        except BaseException:
+            self._target = old
+            self._drop(name)
+            raise
+        state = self._state(name) | {"built_at": _now(), "dirty": False}
+        self._write_meta({f"state:{name}": state, ACTIVE: {"collection": name, "generation": state["generation"]}})
+        self._active = name
+        self._generation = str(state["generation"])
+        if old is not None and old != name:
+            self._drop(old)
+        log.info("rebuilt index into %s", name)
+
+    def _carry_over(self, old: str, new: str, carry: Callable[[Document], bool]) -> None:
+        source, target = self._collection(old), self._collection(new)
+        offset = 0
+        while True:
+            got = source.get(include=["documents", "embeddings", "metadatas"], limit=CHUNK, offset=offset)
+            keep = [i for i, text in enumerate(got["documents"] or []) if carry(Document.model_validate_json(text))]
+            if keep:
+                target.upsert(
+                    ids=[got["ids"][i] for i in keep],
+                    embeddings=np.asarray([got["embeddings"][i] for i in keep], dtype=np.float32),
+                    documents=[got["documents"][i] for i in keep],
+                    metadatas=[got["metadatas"][i] for i in keep],
+                )
+            if len(got["ids"]) < CHUNK:
+                break
+            offset += CHUNK
+        marks = self._state(old).get("watermarks") or "{}"
+        synced = self._state(old).get("github_synced_at") or ""
+        self._write_meta({f"state:{new}": self._state(new) | {"watermarks": marks, "github_synced_at": synced}})
+
+    def _drop(self, name: str) -> None:
+        self._collections.pop(name, None)
+        try:
+            self._client.delete_collection(name)
+        except Exception as exc:  # best effort: a leftover is dropped by the next rebuild
+            log.warning("could not drop collection %s: %s", name, _short(exc))
+        try:
+            self._meta.delete(ids=[f"state:{name}"])
+        except Exception as exc:
+            log.warning("could not drop state of %s: %s", name, _short(exc))
+
+    def _drop_leftovers(self) -> None:
+        """Drop data collections of rebuilds that died before their swap."""
+        for col in self._client.list_collections():
+            name = col if isinstance(col, str) else col.name
+            if name.startswith(f"{self._base}__g") and name != self._active:
+                log.info("dropping leftover collection %s", name)
+                self._drop(name)
+
+
+def _client(settings: Settings) -> Any:
+    """A Chroma client: HttpClient for a server URL, else the embedded PersistentClient."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+    if settings.chroma_url:
+        from urllib.parse import urlparse
+
+        url = urlparse(settings.chroma_url)
+        try:
+            return chromadb.HttpClient(
+                host=url.hostname or "localhost",
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+                settings=chroma_settings,
+            )
+        except Exception as exc:
+            raise StoreError(f"cannot reach the Chroma server at {settings.chroma_url}: {_short(exc)}") from exc
+    try:
+        settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+    except Exception as exc:
+        raise StoreError(f"the index at {settings.chroma_dir} cannot be opened ({_short(exc)}); {FIX}") from exc
+
+
+def _move_aside(settings: Settings) -> None:
+    """Move a corrupt embedded store out of the way (kept for inspection) so a rebuild can start."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    target = settings.chroma_dir.with_name(f"chroma.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    log.warning("the index at %s is unreadable; moving it to %s and rebuilding", settings.chroma_dir, target)
+    SharedSystemClient.clear_system_cache()
+    shutil.move(str(settings.chroma_dir), str(target))
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{type(exc).__name__}: {text[:200]}"

@@ -1,0 +1,215 @@
+"""Configuration advice rules, driven by the input and by real KB cards as hits."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexer.documents import Document
+from service.analysis.advice import Advice, _norm_version, advise, fixing_version, seen_flags
+from service.analysis.input import parse_input
+
+TOOLS_IN_CONTENT = (
+    "vLLM serving gpt-oss-120b on chat completions with a tools array: the model clearly wants to call a "
+    "function, but the call arrives as JSON inside message.content and tool_calls is empty."
+)
+
+
+def _hits(cards: dict[str, Document], *ids: str) -> list[Document]:
+    return [cards[i] for i in ids]
+
+
+def _about(advice: list[Advice], needle: str) -> list[Advice]:
+    return [a for a in advice if needle.lower() in (a.summary + " " + " ".join(a.flags)).lower()]
+
+
+def test_missing_tool_parser_flags_are_advised_with_sources(cards: dict[str, Document]) -> None:
+    advice = advise(parse_input(TOOLS_IN_CONTENT), _hits(cards, "vllm-project/vllm#22337"))
+    rule = [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
+    assert len(rule) == 1
+    assert rule[0].flags == ["--tool-call-parser openai", "--enable-auto-tool-choice"]
+    assert "vllm-project/vllm#22337" in rule[0].sources
+    assert "0.10.2" in rule[0].summary  # the KB's minimum version for the openai parser
+
+
+def test_no_tool_flag_advice_when_both_flags_are_already_set(cards: dict[str, Document]) -> None:
+    text = (
+        "$ vllm serve openai/gpt-oss-120b --tool-call-parser openai --enable-auto-tool-choice\n"
+        + TOOLS_IN_CONTENT
+    )
+    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"))
+    assert not [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser")]
+
+
+def test_flags_named_inside_an_error_message_do_not_count_as_set() -> None:
+    text = (
+        "openai.BadRequestError: Error code: 400 - {'message': '\"auto\" tool choice requires "
+        "--enable-auto-tool-choice and --tool-call-parser to be set', 'code': 400}"
+    )
+    assert "enable-auto-tool-choice" not in seen_flags(parse_input(text))
+    advice = advise(parse_input(text), [])
+    assert _about(advice, "--enable-auto-tool-choice")
+
+
+def test_non_default_args_count_as_set_flags() -> None:
+    text = (
+        "INFO [utils.py:326] non-default args: {'model': 'openai/gpt-oss-120b', "
+        "'enable_auto_tool_choice': True, "
+        "'tool_call_parser': 'openai', 'reasoning_parser': 'openai_gptoss'}"
+    )
+    flags = seen_flags(parse_input(text))
+    assert flags["tool-call-parser"] == "openai"
+    assert flags["enable-auto-tool-choice"].lower() == "true"
+    assert flags["reasoning-parser"] == "openai_gptoss"
+
+
+def test_tool_flag_advice_is_not_given_for_another_engine() -> None:
+    text = "ollama: gpt-oss tool calls come back as text inside content instead of tool_calls"
+    assert not _about(advise(parse_input(text), []), "--tool-call-parser")
+
+
+def test_old_vllm_without_the_openai_parser_is_told_the_minimum_version(cards: dict[str, Document]) -> None:
+    log = (
+        "(APIServer pid=7) INFO [api_server.py:1805] vLLM API server version 0.10.1\n"
+        "KeyError: 'invalid tool call parser: openai (chose from { hermes, mistral, pythonic })'"
+    )
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/recipes#51"))
+    upgrade = [a for a in advice if a.summary.startswith("Upgrade vLLM to 0.10.2")]
+    assert upgrade and "your vLLM 0.10.1 " in upgrade[0].summary
+    assert all(s for s in upgrade[0].sources)
+
+
+@pytest.mark.parametrize(
+    ("version", "verdict"),
+    [
+        ("0.10.1+gptoss", "you are affected"),
+        ("0.10.2.dev71+g4e8614e88", "you are affected"),  # a pre-release of the fixing version
+        ("0.11.0", "already has"),
+    ],
+)
+def test_version_aware_advice_compares_with_the_fixing_release(
+    cards: dict[str, Document], version: str, verdict: str
+) -> None:
+    log = (
+        f"(APIServer pid=1) INFO [api_server.py:1805] vLLM API server version {version}\n"
+        "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+    )
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22386"))
+    versioned = [a for a in advice if a.summary.startswith(f"Your vLLM {version}")]
+    assert len(versioned) == 1
+    assert verdict in versioned[0].summary
+    assert "vllm-project/vllm#22386" in versioned[0].sources
+
+
+def test_fixing_version_is_read_from_the_card_text(cards: dict[str, Document]) -> None:
+    assert fixing_version(cards["vllm-project/vllm#22386"]) == "0.10.2"
+    assert fixing_version(cards["vllm-project/recipes#83"]) == "0.10.2"
+    assert fixing_version(cards["vllm-project/vllm#22337"]) is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("0.10.1+gptoss", "0.10.1"),
+        ("v0.11.0", "0.11.0"),
+        ("0.10.2.dev71+g4e8614e88", "0.10.2.dev71"),
+        ("x", None),
+    ],
+)
+def test_version_normalisation_tolerates_local_and_dev_suffixes(raw: str, expected: str | None) -> None:
+    normalised = _norm_version(raw)
+    assert (str(normalised) if normalised else None) == expected
+
+
+def test_offline_vocab_advises_the_env_var(cards: dict[str, Document]) -> None:
+    log = (
+        "openai_harmony.HarmonyError: error downloading or loading vocab file: "
+        "failed to download or load vocab file"
+    )
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22525"))
+    rule = _about(advice, "TIKTOKEN_ENCODINGS_BASE")
+    assert rule and rule[0].flags == ["TIKTOKEN_ENCODINGS_BASE"]
+    assert rule[0].sources  # backed by KB cards that give the workaround
+
+
+def test_return_token_error_advises_against_ignore_eos(cards: dict[str, Document]) -> None:
+    text = (
+        '{"error":{"message":"Unexpected token 200002 while expecting start token 200006","code":500}}\n'
+        "sampling params {'max_tokens': 2048, 'ignore_eos': True}"
+    )
+    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#50690"))
+    rule = [a for a in advice if a.summary.startswith("Do not send `ignore_eos`")]
+    assert rule and "200002" in rule[0].summary and "generation_config" in rule[0].summary
+    assert "vllm-project/vllm#50690" in rule[0].sources
+
+
+def test_disabled_ignore_eos_in_sampling_params_is_not_a_stop_symptom() -> None:
+    text = "SamplingParams(n=1, stop=[], ignore_eos=False, max_tokens=128, min_tokens=0) finish_reason=length"
+    assert not [a for a in advise(parse_input(text), []) if a.summary.startswith("Do not send `ignore_eos`")]
+
+
+def test_boolean_enable_auto_tool_choice_is_not_mistaken_for_a_tool_choice() -> None:
+    text = "non-default args: {'enable_auto_tool_choice': True, 'tool_call_parser': 'openai'}"
+    assert not [a for a in advise(parse_input(text), []) if a.summary.startswith("tool_choice=")]
+
+
+def test_tool_choice_other_than_auto_is_flagged(cards: dict[str, Document]) -> None:
+    text = 'vLLM gpt-oss-20b: request with tool_choice="required" returns plain prose and no tool_calls'
+    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#44216"))
+    rule = [a for a in advice if a.summary.startswith("tool_choice='required'")]
+    assert rule and "vllm-project/vllm#44216" in rule[0].sources
+
+
+def test_reasoning_leak_advises_the_reasoning_parser_unless_set() -> None:
+    text = "vLLM gpt-oss: the analysis channel text ends up in content and reasoning_content is null"
+    assert _about(advise(parse_input(text), []), "--reasoning-parser openai_gptoss")
+    with_flag = "$ vllm serve openai/gpt-oss-20b --reasoning-parser openai_gptoss\n" + text
+    assert not [
+        a for a in advise(parse_input(with_flag), []) if a.summary.startswith("Start vLLM with `--reasoning")
+    ]
+
+
+def test_attention_sink_errors_advise_the_triton_backend(cards: dict[str, Document]) -> None:
+    log = "NotImplementedError: FlashInfer backend currently does not support attention sinks"
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#30919"))
+    assert _about(advice, "TRITON_ATTN")
+
+
+def test_card_workarounds_and_flags_of_the_top_hit_are_included(cards: dict[str, Document]) -> None:
+    log = (
+        "(Worker_TP1 pid=214) ERROR [multiproc_executor.py:671] RuntimeError: CUDA driver error: "
+        "invalid device ordinal"
+    )
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#26525"))
+    from_card = [a for a in advice if a.sources == ["vllm-project/vllm#26525"]]
+    assert from_card and "VLLM_ALLREDUCE_USE_SYMM_MEM" in from_card[0].summary
+
+
+def test_cards_quoting_the_same_error_contribute_their_workaround(cards: dict[str, Document]) -> None:
+    # The hit is about the same parser error in general; a card with the very same string knows more.
+    log = "openai_harmony.HarmonyError: Unexpected token 173781 while expecting start token 200006"
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22519"))
+    assert _about(advice, "RedHatAI/gpt-oss-120b")
+
+
+def test_lower_ranked_hits_about_something_else_are_ignored(cards: dict[str, Document]) -> None:
+    log = "RuntimeError: CUDA driver error: invalid device ordinal"
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#26525", "vllm-project/vllm#22137"))
+    assert not [a for a in advice if "vllm-project/vllm#22137" in a.sources]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        TOOLS_IN_CONTENT,
+        "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006",
+        "openai_harmony.HarmonyError: error downloading or loading vocab file",
+        "vLLM API server version 0.10.1\nKeyError: 'invalid tool call parser: openai (chose from { x })'",
+    ],
+)
+def test_every_piece_of_advice_cites_a_source(cards: dict[str, Document], text: str) -> None:
+    hits = _hits(cards, "vllm-project/vllm#22337", "vllm-project/vllm#50690", "vllm-project/recipes#51")
+    advice = advise(parse_input(text), hits)
+    assert advice
+    for item in advice:
+        assert item.sources, item.summary
+        assert all("#" in source for source in item.sources)

@@ -1,0 +1,83 @@
+"""parse_input: error lines, root cause first, versions, flags, model, client and token ids."""
+
+from __future__ import annotations
+
+from service.analysis.input import parse_input
+
+BURIED_LOG = """\
+INFO 08-21 09:12:03 [__init__.py:241] Automatically detected platform cuda.
+(APIServer pid=48213) INFO 08-21 09:12:04 [api_server.py:1805] vLLM API server version 0.10.1+gptoss
+(APIServer pid=48213) INFO 08-21 09:12:05 [utils.py:326] non-default args: {'model_tag': 'openai/gpt-oss-120b', \
+'host': '0.0.0.0', 'enable_auto_tool_choice': True, 'tool_call_parser': 'openai', 'enforce_eager': False}
+(APIServer pid=48213) WARNING 08-21 09:12:13 [__init__.py:1171] mxfp4 quantization is not fully optimized yet.
+(APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001] Error in chat completion stream generator.
+(APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001] Traceback (most recent call last):
+(APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001]   File "/usr/lib/vllm/serving_chat.py", line 642, in gen
+(APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001]     harmony_parser.process(token_id)
+(APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001] openai_harmony.HarmonyError: Unexpected token \
+200002 while expecting start token 200006
+(APIServer pid=48213) INFO:     10.1.2.3:5000 - "POST /v1/chat/completions HTTP/1.1" 500 Internal Server Error
+"""
+
+
+def test_buried_log_puts_the_exception_first_and_skips_wrappers_and_source_lines() -> None:
+    parsed = parse_input(BURIED_LOG)
+    assert parsed.signatures[0] == (
+        "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+    )
+    assert "harmony_parser.process(token_id)" not in parsed.signatures
+    assert all("Traceback" not in s for s in parsed.signatures)
+    assert parsed.query_text.startswith("openai_harmony.HarmonyError")
+    assert parsed.is_log
+
+
+def test_versions_flags_model_and_tokens_come_from_the_log() -> None:
+    parsed = parse_input(BURIED_LOG)
+    assert parsed.versions["vllm"] == "0.10.1+gptoss"
+    assert "--enable-auto-tool-choice" in parsed.flags
+    assert "--tool-call-parser openai" in parsed.flags
+    assert not any(f.startswith("--enforce-eager") for f in parsed.flags)  # False is a default
+    assert parsed.model == "openai/gpt-oss-120b"
+    assert parsed.token_ids == [200002, 200006]
+
+
+def test_client_wrapped_error_yields_the_servers_own_message() -> None:
+    text = (
+        "openai.InternalServerError: Error code: 500 - {'error': {'message': 'unexpected tokens remaining "
+        "in message header: Some(\"to=functions.web-browsing\")', 'type': 'InternalServerError', 'code': 500}}"
+    )
+    parsed = parse_input(text)
+    assert 'unexpected tokens remaining in message header: Some("to=functions.web-browsing")' in parsed.signatures
+    assert parsed.client == "openai-python"
+
+
+def test_command_line_flags_and_request_params_are_collected() -> None:
+    text = (
+        "vllm serve openai/gpt-oss-20b --tool-call-parser openai --enable-auto-tool-choice --port 8000\n"
+        'curl -d \'{"model": "x", "tool_choice": "required", "stream": true}\'\n'
+        "export TIKTOKEN_ENCODINGS_BASE=/models/vocab\n"
+    )
+    parsed = parse_input(text)
+    assert {"--tool-call-parser openai", "--enable-auto-tool-choice", "--port 8000"} <= set(parsed.flags)
+    assert "tool_choice=required" in parsed.flags
+    assert "TIKTOKEN_ENCODINGS_BASE=/models/vocab" in parsed.flags
+    assert parsed.model == "openai/gpt-oss-20b"
+
+
+def test_framework_clients_win_over_the_sdk_they_wrap() -> None:
+    text = "langchain_core.exceptions.OutputParserException\nopenai.BadRequestError: Error code: 400"
+    assert parse_input(text).client == "langchain"
+
+
+def test_plain_description_is_used_whole_as_the_query() -> None:
+    text = "gpt-oss on vLLM puts the tool call JSON into message.content and tool_calls is empty."
+    parsed = parse_input(text)
+    assert not parsed.is_log
+    assert parsed.query_text == text
+    assert parsed.signatures == []
+
+
+def test_pathological_input_is_bounded() -> None:
+    parsed = parse_input(("Error: " + "a" * 5000 + "\n") * 200 + "x" * 200_000)
+    assert len(parsed.query_text) <= 2000
+    assert len(parsed.signatures) <= 40

@@ -1,0 +1,188 @@
+"""Origin and error-family rules, on realistic inputs and real KB cards as hits."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexer.documents import Document
+from service.analysis.input import parse_input
+from service.analysis.origin import categorize, classify_origin
+
+
+def _hits(cards: dict[str, Document], *ids: str) -> list[Document]:
+    return [cards[i] for i in ids]
+
+
+@pytest.mark.parametrize(
+    ("text", "client"),
+    [
+        (
+            "openai.InternalServerError: Error code: 500 - {'error': {'message': 'unexpected tokens "
+            'remaining in message header: Some("to=functions.lookup_order")\', '
+            "'type': 'InternalServerError', 'code': 500}}",
+            "openai",
+        ),
+        (
+            'litellm.InternalServerError: OpenAIException - {"error":{"message":"Unexpected token 200002 '
+            "while "
+            'expecting start token 200006","type":"InternalServerError","param":null,"code":500}}',
+            "litellm",
+        ),
+        (
+            "langchain_core.exceptions: openai.BadRequestError: Error code: 400 - "
+            "{'object': 'error', 'message': "
+            "'Expected 2 output messages (reasoning and final), but got 4.', 'code': 400}",
+            "langchain",
+        ),
+    ],
+)
+def test_client_wrapped_harmony_errors_are_the_servers(text: str, client: str) -> None:
+    origin = classify_origin(parse_input(text), [])
+    assert origin.side == "server"
+    assert "only reports what the server returned" in origin.explanation
+    assert client.lower() in origin.explanation.lower()
+
+
+def test_harmony_error_in_a_vllm_log_is_the_servers() -> None:
+    log = (
+        "(APIServer pid=12) ERROR 11-03 10:02:11 [serving_chat.py:1145] openai_harmony.HarmonyError: "
+        "channel marker present but no channel value found in header"
+    )
+    origin = classify_origin(parse_input(log), [])
+    assert (origin.side, origin.component) == ("server", "harmony-header")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "openai_harmony.HarmonyError: error downloading or loading vocab file: failed to download or load "
+        "vocab file; error sending request for url "
+        "(https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken)",
+        "Our on-prem cluster is air-gapped; vLLM with gpt-oss-20b loads, then crashes when Harmony tries to "
+        "download its tiktoken vocab.",
+    ],
+)
+def test_vocab_download_failures_are_the_environments(text: str) -> None:
+    parsed = parse_input(text)
+    origin = classify_origin(parsed, [])
+    assert (origin.side, origin.component) == ("environment", "vocab-download")
+    assert categorize(parsed, []) == "vocab-download"
+
+
+@pytest.mark.parametrize(
+    ("text", "component"),
+    [
+        (
+            "Value error, The quantization method mxfp4 is not supported for the current GPU. Minimum "
+            "capability: 80. Current capability: 75.",
+            "quantization-kernels",
+        ),
+        (
+            "ptxas fatal   : Feature '.tile::gather4' not supported on .target 'sm_120a'",
+            "quantization-kernels",
+        ),
+        ("(Worker_TP1 pid=77) ERROR RuntimeError: CUDA driver error: invalid device ordinal", "multi-gpu"),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled",
+            "multi-gpu",
+        ),
+        (
+            "(EngineCore_DP0 pid=9) ERROR [core.py:710] ModuleNotFoundError: "
+            "No module named 'triton_kernels'",
+            "install-build",
+        ),
+        ("vllm: error: unrecognized arguments: --tool-server demo", "install-build"),
+        ("AssertionError: Sinks are only supported in FlashAttention 3", "attention-backend"),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "resources"),
+    ],
+)
+def test_gpu_kernel_and_install_failures_are_the_environments(text: str, component: str) -> None:
+    origin = classify_origin(parse_input(text), [])
+    assert (origin.side, origin.component) == ("environment", component)
+
+
+def test_an_assertion_in_vllms_own_quantisation_code_is_a_server_bug() -> None:
+    log = "(EngineCore_0 pid=51) ERROR 08-11 20:40:10 [core.py:683] AssertionError: MXFP4 are not supported"
+    assert classify_origin(parse_input(log), []).side == "server"
+
+
+def test_plain_text_token_where_start_is_expected_points_to_the_model_files() -> None:
+    log = (
+        "(APIServer pid=1) ERROR [serving.py:944] openai_harmony.HarmonyError: "
+        "Unexpected token 78191 while expecting start token 200006"
+    )
+    origin = classify_origin(parse_input(log), [])
+    assert origin.side == "model-files"
+    assert categorize(parse_input(log), []) == "harmony-token"
+
+
+def test_special_token_where_start_is_expected_is_the_servers() -> None:
+    log = "openai_harmony.HarmonyError: Unexpected token 200007 while expecting start token 200006"
+    origin = classify_origin(parse_input(log), [])
+    assert (origin.side, origin.component) == ("server", "harmony-token")
+
+
+def test_weights_that_do_not_match_the_loader_are_model_files() -> None:
+    log = (
+        '  File "/opt/vllm/vllm/model_executor/models/gpt_oss.py", line 862, in _load_weights_other\n'
+        "    param = params_dict[name]\n"
+        "KeyError: 'layers.3.mlp.experts.w2_weight'"
+    )
+    assert classify_origin(parse_input(log), []).side == "model-files"
+
+
+def test_the_root_cause_wins_over_later_consequences() -> None:
+    log = (
+        "KeyError: 'invalid tool call parser: openai (chose from { hermes, mistral })'\n"
+        "httpx.ConnectError: All connection attempts failed\n"
+        "openai.APIConnectionError: Connection error."
+    )
+    assert classify_origin(parse_input(log), []).side == "environment"
+
+
+def test_a_symptom_takes_its_side_from_the_best_hits(cards: dict[str, Document]) -> None:
+    text = "my crewai agent crashes whenever the local gpt-oss model decides to call one of its tools"
+    origin = classify_origin(parse_input(text), _hits(cards, "crewAIInc/crewAI#4036"))
+    assert origin.side == "client"
+    assert "crewAIInc/crewAI#4036" in origin.explanation
+
+
+def test_hit_whose_own_error_is_a_gpu_limit_counts_as_environment(cards: dict[str, Document]) -> None:
+    # The card is labelled as raised by vLLM, but what it describes is the GPU's capability.
+    text = "gpt-oss-120b will not start on our T4 cards"
+    origin = classify_origin(parse_input(text), _hits(cards, "vllm-project/vllm#22288"))
+    assert origin.side == "environment"
+
+
+def test_a_behaviour_described_on_vllm_defaults_to_the_server_without_a_client(
+    cards: dict[str, Document],
+) -> None:
+    text = "on vllm the 20b sometimes returns an empty message with finish_reason stop"
+    assert classify_origin(parse_input(text), []).side == "server"
+
+
+def test_nothing_to_go_on_is_unknown() -> None:
+    origin = classify_origin(parse_input("it does not work"), [])
+    assert (origin.side, origin.component) == ("unknown", "other")
+
+
+def test_category_follows_the_top_hit_when_the_input_is_not_explicit(cards: dict[str, Document]) -> None:
+    parsed = parse_input("the model keeps answering in the wrong field")
+    assert categorize(parsed, _hits(cards, "vllm-project/vllm#28635")) == "streaming"
+    assert categorize(parsed, []) == "other"
+
+
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ('HarmonyError: unexpected tokens remaining in message header: Some("json")', "harmony-header"),
+        ("HarmonyError: Unexpected token 200002 while expecting start token 200006", "harmony-token"),
+        ("ValueError: Unknown recipient: <|constrain|>functions.get_weather", "tool-calling"),
+        (
+            "`store=True` (default) is not supported. Please set `store=False` in Responses API",
+            "responses-api",
+        ),
+    ],
+)
+def test_categorize_explicit_inputs(text: str, category: str) -> None:
+    assert categorize(parse_input(text), []) == category

@@ -1,0 +1,203 @@
+"""Fixtures for the interfaces (MCP, web page, doctor): real servers on 127.0.0.1, a fast engine.
+
+``fast_engine``: a real :class:`LookupEngine` over the bundled KB cards held in a small in-memory
+store, embedded with the deterministic hashing embedder, with the real openai-harmony analyzer.
+``live_app``: the real FastAPI app (page, /lookup, /mcp) served by uvicorn on a free port.
+``built_index`` (slow): settings whose data dir holds an index built by the real indexer with the real
+embedding model and Chroma, once per session.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from indexer.documents import Document
+from indexer.sources.cards import card_documents
+from service.config import Settings
+from service.engine import LookupEngine
+
+try:  # the indexer engineer's deterministic fake (tests/fakes.py)
+    from tests.fakes import HashingEmbedder
+except ImportError:  # pragma: no cover - rootdir layout where tests/ is not a package
+    from fakes import HashingEmbedder  # type: ignore[no-redef]
+
+SECTION = Document(
+    id="reference/known-issues.md#unexpected-token-while-expecting-start-token",
+    kind="reference-section",
+    title="Unexpected token ... while expecting start token 200006",
+    heading_path=["Known issues", "Unexpected token ... while expecting start token 200006"],
+    text="The Harmony parser saw ordinary text where a message must start with <|start|>.",
+    references=["vllm-project/vllm#22519"],
+    sources=["docs"],
+)
+
+
+class ListStore:
+    """The read side of the Store interface over a list in memory (the engine never writes)."""
+
+    def __init__(self, documents: Sequence[Document], embedder: Any) -> None:
+        self._docs = {doc.id: doc for doc in documents}
+        self._ids = list(self._docs)
+        self._matrix = embedder.encode([self._docs[i].text for i in self._ids]).astype(np.float32)
+
+    def documents(self) -> list[Document]:
+        return list(self._docs.values())
+
+    def get(self, doc_id: str) -> Document | None:
+        return self._docs.get(doc_id)
+
+    def query(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        sims = self._matrix @ vector
+        order = np.argsort(-sims)[:k]
+        return [(self._ids[i], float(sims[i])) for i in order]
+
+    def generation(self) -> str:
+        return "g1"
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "documents": len(self._docs),
+            "issues": sum(1 for d in self._docs.values() if d.kind != "reference-section"),
+            "built_at": datetime(2026, 11, 22, tzinfo=UTC).isoformat(),
+            "github_synced_at": None,
+            "generation": "g1",
+            "last_run": None,
+        }
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class FastParts:
+    """The expensive parts of a fast engine, made once per session."""
+
+    documents: list[Document]
+    embedder: Any
+    harmony: Any
+    store: ListStore
+
+    def engine(self, settings: Settings) -> LookupEngine:
+        return LookupEngine(settings, embedder=self.embedder, store=self.store, harmony=self.harmony)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def fast_parts(tmp_path_factory: pytest.TempPathFactory) -> FastParts:
+    from service.analysis.harmony import HarmonyAnalyzer
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("interfaces-fast"))
+    documents = [*card_documents(), SECTION]
+    embedder = HashingEmbedder(dimension=64)
+    return FastParts(documents, embedder, HarmonyAnalyzer(settings), ListStore(documents, embedder))
+
+
+@pytest.fixture
+def fast_engine(fast_parts: FastParts, _hermetic_env: Path) -> LookupEngine:
+    return fast_parts.engine(Settings(data_dir=_hermetic_env))
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (the kernel picks it)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    """Poll until ``predicate()`` holds; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout}s")
+        time.sleep(0.02)
+
+
+@dataclass
+class LiveApp:
+    """A running app: its base URL and the FastAPI object (for its runtime state)."""
+
+    url: str
+    app: Any
+
+
+def serve_app(app: Any) -> Iterator[str]:
+    """Run ``app`` with uvicorn on a free 127.0.0.1 port in a thread; yield its base URL."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, name="uvicorn-test", daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, what="uvicorn start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+@pytest.fixture
+def make_live_app(fast_parts: FastParts) -> Iterator[Callable[..., LiveApp]]:
+    """``make_live_app(settings)``: the real app on a fast engine, served by uvicorn, ready to answer."""
+    from service.app import create_app
+
+    stack: list[Iterator[str]] = []
+
+    def make(settings: Settings, *, ready: bool = True) -> LiveApp:
+        def loader(s: Settings, note: Callable[[str], None]) -> LookupEngine:
+            if not ready:
+                raise RuntimeError("the test keeps the engine from loading")
+            return fast_parts.engine(s)
+
+        app = create_app(settings, loader=loader, retry_delays=(60.0,))
+        gen = serve_app(app)
+        url = next(gen)
+        stack.append(gen)
+        if ready:
+            wait_until(lambda: app.state.runtime.state == "ready", what="engine ready")
+        else:
+            wait_until(lambda: app.state.runtime.state == "failed", what="engine start failure")
+        return LiveApp(url, app)
+
+    yield make
+    for gen in reversed(stack):
+        next(gen, None)
+
+
+@pytest.fixture
+def live_app(make_live_app: Callable[..., LiveApp], _hermetic_env: Path) -> LiveApp:
+    return make_live_app(Settings(data_dir=_hermetic_env))
+
+
+@pytest.fixture(scope="session")
+def built_index(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    """Settings of an index built once per session with the real model, Chroma and the bundled KB."""
+    from indexer.build import build_index
+
+    settings = Settings(data_dir=tmp_path_factory.mktemp("interfaces-built"))
+    build_index(settings, github=False, progress=False)
+    from service.analysis.harmony import ensure_vocab
+
+    ensure_vocab(settings.vocab_dir)
+    return settings
+
+
+def share_caches(source: Settings, target_data_dir: Path, *, vocab: bool = True) -> None:
+    """Give a fresh data dir the session's ONNX export (and vocab) so a test does not redo them."""
+    target_data_dir.mkdir(parents=True, exist_ok=True)
+    models = target_data_dir / "models"
+    if source.model_cache_dir.is_dir() and not models.exists():
+        models.symlink_to(source.model_cache_dir, target_is_directory=True)
+    if vocab and source.vocab_dir.is_dir():
+        shutil.copytree(source.vocab_dir, target_data_dir / "harmony-vocab", dirs_exist_ok=True)

@@ -1,0 +1,230 @@
+"""The web page in a real headless browser (Debian's chromium driven by Playwright).
+
+The browser is the system's ``/usr/bin/chromium`` (``GPTOSS_DOCTOR_CHROMIUM`` overrides it); the
+tests never download one. Screenshots land in ``test-artifacts/`` (``GPTOSS_DOCTOR_TEST_ARTIFACTS``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ARTIFACTS_DIR = Path(
+    os.environ.get("GPTOSS_DOCTOR_TEST_ARTIFACTS") or Path(__file__).resolve().parents[2] / "test-artifacts"
+)
+"""Where screenshots go (CI keeps this folder); GPTOSS_DOCTOR_TEST_ARTIFACTS overrides it."""
+
+CHROMIUM = os.environ.get("GPTOSS_DOCTOR_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+REAL_ERROR = (
+    "(APIServer pid=1) ERROR 08-07 10:12:44 [serving_chat.py:1001] Error in chat completion stream generator.\n"
+    "Traceback (most recent call last):\n"
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/serving_chat.py", line 560, '
+    "in chat_completion_stream_generator\n"
+    "openai_harmony.HarmonyError: Unexpected token 12606 while expecting start token 200006"
+)
+HOSTILE_TITLE = '<img src=x onerror="window.__pwned=1"> [Bug]: <script>window.__pwned=2</script>'
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"chromium not found at {CHROMIUM}: apt-get install -y chromium (or set GPTOSS_DOCTOR_CHROMIUM)")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.console_errors = errors  # type: ignore[attr-defined]
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def _screenshot(page: Any, name: str) -> Path:
+    ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS_DIR / name
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def _submit(page: Any, text: str) -> None:
+    page.fill("#error-input", text)
+    page.focus("#error-input")
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector("#results:not([hidden])", timeout=30_000)
+
+
+def test_real_error_shows_the_known_issue_origin_and_tokens(page: Any, live_app: Any) -> None:
+    expected = httpx.post(f"{live_app.url}/lookup", json={"error": REAL_ERROR, "top_k": 5}, timeout=30).json()
+    assert expected["issues"], "the engine found no issue for a real HarmonyError: nothing to render"
+    page.goto(live_app.url + "/")
+    assert page.title() == "gptoss-doctor"
+    _submit(page, REAL_ERROR)
+
+    rendered = page.locator("ol.issues > li")
+    assert rendered.count() == len(expected["issues"])
+    first = rendered.nth(0)
+    assert first.locator(".issue-title").inner_text() == expected["issues"][0]["title"]
+    assert first.locator("a").get_attribute("href") == expected["issues"][0]["url"]
+    ids = page.locator("ol.issues code").all_inner_texts()
+    # The threads that carry this exact error in the bundled KB.
+    assert {"vllm-project/vllm#22519", "openai/harmony#60"} & set(ids)
+
+    results = page.locator("#results").inner_text()
+    assert expected["analysis"]["origin"]["side"].upper() in results.upper()
+    assert expected["analysis"]["origin"]["explanation"] in results
+    token_rows = page.locator("table tbody tr").all_inner_texts()
+    assert any("12606" in row and '"comment"' in row for row in token_rows), token_rows
+    assert any("200006" in row and "<|start|>" in row and "special" in row for row in token_rows), token_rows
+    assert "known issue" in page.locator("#status").inner_text()
+    assert page.locator("#results").get_attribute("aria-live") == "polite"
+    assert not page.console_errors  # type: ignore[attr-defined]
+    shot = _screenshot(page, "page-lookup.png")
+    assert shot.stat().st_size > 10_000
+
+
+def test_page_is_readable_on_a_narrow_screen(browser: Any, live_app: Any) -> None:
+    context = browser.new_context(viewport={"width": 360, "height": 740}, is_mobile=True)
+    page = context.new_page()
+    try:
+        page.goto(live_app.url + "/")
+        _submit(page, REAL_ERROR)
+        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 1, f"the page scrolls sideways by {overflow}px at 360px wide"
+        _screenshot(page, "page-lookup-narrow.png")
+    finally:
+        context.close()
+
+
+def test_keyboard_reaches_every_control_with_a_visible_focus(page: Any, live_app: Any) -> None:
+    page.goto(live_app.url + "/")
+    seen = []
+    for _ in range(8):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate("document.activeElement.id || document.activeElement.tagName"))
+    for control in ("error-input", "top-k", "submit"):
+        assert control in seen, seen
+    # Keyboard focus (not programmatic focus) is what :focus-visible styles.
+    page.focus("#top-k")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Shift+Tab")
+    outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
+
+
+def _fake_lookup(page: Any, body: dict[str, Any], status: int = 200) -> None:
+    content_type = "application/json" if status == 200 else "application/problem+json"
+    page.route(
+        "**/lookup",
+        lambda route: route.fulfill(status=status, content_type=content_type, body=json.dumps(body)),
+    )
+
+
+def _answer(**overrides: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "query": {"signatures": ['<b id="sig">bold</b>'], "normalized": ""},
+        "analysis": {
+            "origin": {"side": "server", "component": "<i>vllm</i>", "explanation": "<u>explained</u>"},
+            "category": "harmony-token",
+            "tokens": [{"id": 1, "text": "<svg onload=window.__pwned=3>", "special": False}],
+            "versions": {},
+            "flags": [],
+            "reproduction": None,
+        },
+        "issues": [
+            {
+                "id": "vllm-project/vllm#1",
+                "repo": "vllm-project/vllm",
+                "number": 1,
+                "kind": "issue",
+                "title": HOSTILE_TITLE,
+                "url": "javascript:window.__pwned=4",
+                "state": "open",
+                "score": 0.9,
+                "confidence": "high",
+                "why": ['<a href="javascript:alert(1)">why</a>'],
+                "fixed_by": [],
+            }
+        ],
+        "no_confident_match": False,
+        "fixes": [{"summary": "<img src=y onerror=window.__pwned=5>", "steps": [], "sources": ["javascript:x"]}],
+        "advice": [],
+        "index": {"documents": 1, "issues": 1, "built_at": None, "github_synced_at": None},
+        "degraded": False,
+    }
+    answer.update(overrides)
+    return answer
+
+
+def test_hostile_issue_title_and_fields_render_as_text(page: Any, live_app: Any) -> None:
+    page.goto(live_app.url + "/")
+    _fake_lookup(page, _answer())
+    _submit(page, "anything")
+    results = page.locator("#results")
+    assert results.locator("img, script, svg, b, i, u").count() == 0
+    assert page.locator(".issue-title").inner_text() == HOSTILE_TITLE
+    # A javascript: URL is never a link: the title falls back to the GitHub link built from the id.
+    assert results.locator('a[href^="javascript"]').count() == 0
+    assert page.locator(".issue-title a").get_attribute("href") == "https://github.com/vllm-project/vllm/issues/1"
+    assert '<svg onload=window.__pwned=3>' in results.inner_text()
+    assert page.evaluate("window.__pwned") is None
+    _screenshot(page, "page-hostile-data.png")
+
+
+def test_no_confident_match_is_said_plainly(page: Any, live_app: Any) -> None:
+    page.goto(live_app.url + "/")
+    weak = _answer()["issues"][0] | {"title": "weak candidate", "confidence": "low", "score": 0.1}
+    _fake_lookup(page, _answer(issues=[weak], no_confident_match=True, fixes=[]))
+    _submit(page, "the weather is nice today")
+    assert "No confident match" in page.locator("#no-match").inner_text()
+    assert "no confident match" in page.locator("#status").inner_text()
+    assert page.locator(".issue-title").inner_text() == "weak candidate"
+
+
+def test_problem_details_and_blank_input_are_reported(page: Any, live_app: Any) -> None:
+    page.goto(live_app.url + "/")
+    page.fill("#error-input", "   ")
+    page.click("#submit")
+    assert "Paste an error" in page.locator("#status").inner_text()
+    assert page.evaluate("document.activeElement.id") == "error-input"
+
+    response = page.request.post(f"{live_app.url}/lookup", data={"error": "x", "top_k": 500})
+    problem = response.json()
+    assert response.status == 422
+    _fake_lookup(page, problem, status=422)
+    _submit(page, "x")
+    alert = page.locator("#results [role=alert]")
+    assert problem["title"] in alert.inner_text()
+    assert problem["detail"] in alert.inner_text()

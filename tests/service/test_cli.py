@@ -1,0 +1,82 @@
+"""``gptoss-doctor lookup`` (against a real running service) and ``serve`` option wiring."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from service.cli import main
+from service.models import LookupResponse
+from tests.service.conftest import LiveServer
+
+ERROR = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+
+
+def test_lookup_json_against_a_running_service(live_app: LiveServer) -> None:
+    result = CliRunner().invoke(main, ["lookup", "--url", live_app.url, "--json", "-k", "3", ERROR])
+    assert result.exit_code == 0, result.output
+    answer = LookupResponse.model_validate(json.loads(result.stdout))
+    assert 0 < len(answer.issues) <= 3
+
+
+def test_lookup_reads_stdin_and_the_url_from_the_environment(live_app: LiveServer) -> None:
+    log = "INFO starting\n" * 50 + f"(APIServer pid=1) ERROR 06-23 09:42:17 [serving.py:932] {ERROR}\n"
+    result = CliRunner().invoke(main, ["lookup", "-"], input=log, env={"GPTOSS_DOCTOR_URL": live_app.url})
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert out.startswith("Origin: server")
+    assert "Tokens" in out and "200006" in out and "<|start|>" in out
+    assert "Known issues" in out and "https://github.com/" in out
+    assert "\x1b[" not in out, "no colour when stdout is not a terminal"
+
+
+def test_lookup_readable_output_says_when_nothing_matches(live_app: LiveServer) -> None:
+    result = CliRunner().invoke(main, ["lookup", "--url", live_app.url, "my printer is on fire, lp0"])
+    assert result.exit_code == 0, result.output
+    assert "No confident match" in result.stdout
+
+
+def test_lookup_reports_service_errors_readably(live_app: LiveServer) -> None:
+    result = CliRunner().invoke(main, ["lookup", "--url", live_app.url, "-k", "3", "   "])
+    assert result.exit_code != 0 and "empty" in result.output
+    refused = CliRunner().invoke(main, ["lookup", "--url", "http://127.0.0.1:9", ERROR])
+    assert refused.exit_code == 1
+    assert "cannot reach http://127.0.0.1:9/lookup" in refused.output
+    assert "Traceback" not in refused.output
+
+
+def test_lookup_sends_the_read_token(make_client, settings, fast_components) -> None:  # type: ignore[no-untyped-def]
+    from pydantic import SecretStr
+
+    from service.app import create_app
+
+    secured = settings.model_copy(update={"read_token": SecretStr("t" * 30)})
+    app = create_app(secured, loader=lambda s, note: fast_components.engine(s))
+    with LiveServer(app) as server:
+        from tests.service.conftest import wait_until
+
+        wait_until(lambda: app.state.runtime.state == "ready")
+        denied = CliRunner().invoke(main, ["lookup", "--url", server.url, ERROR])
+        assert denied.exit_code == 1 and "401" in denied.output
+        allowed = CliRunner().invoke(main, ["lookup", "--url", server.url, ERROR], env={"GPTOSS_DOCTOR_READ_TOKEN": "t" * 30})
+        assert allowed.exit_code == 0, allowed.output
+
+
+def test_serve_options_mirror_the_settings_env_vars(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import uvicorn
+
+    seen: dict = {}
+
+    def fake_run(app, host, port, log_level):  # type: ignore[no-untyped-def]
+        seen.update(app=app, host=host, port=port, settings=app.state.runtime.settings)
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    result = CliRunner().invoke(
+        main, ["serve", "--port", "8123"], env={"GPTOSS_DOCTOR_HOST": "0.0.0.0", "GPTOSS_DOCTOR_REINDEX_INTERVAL": "6h"}
+    )
+    assert result.exit_code == 0, result.output
+    assert (seen["host"], seen["port"]) == ("0.0.0.0", 8123)
+    assert seen["settings"].reindex_interval.total_seconds() == 6 * 3600
+    bad = CliRunner().invoke(main, ["serve"], env={"GPTOSS_DOCTOR_REINDEX_INTERVAL": "soon"})
+    assert bad.exit_code == 1 and "invalid duration" in bad.output
