@@ -260,7 +260,7 @@ class Retriever:
             e.dense_rank, e.dense = rank, sim
 
         dense_weight = 1.0 if parsed.is_log else 1.3
-        for index, e in evidence.items():
+        for e in evidence.values():
             fused = 0.0
             if e.lexical_rank is not None:
                 fused += 1.0 / (8 + e.lexical_rank)

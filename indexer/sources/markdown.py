@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from indexer.documents import Document
-from indexer.signatures import ERROR_LINE, extract_error_lines, normalize_signature
+from indexer.signatures import classify_line, extract_error_lines, normalize_signature
 
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.S)
 _FRONT_FIELD = re.compile(r"^(name|description):\s*(.+)$", re.M)
@@ -73,9 +73,10 @@ def issue_refs(text: str) -> list[str]:
 def looks_like_error(code: str) -> bool:
     """An inline code span that reads as an error message rather than a flag or a command."""
     code = code.strip()
-    return len(code) >= _MIN_SIGNATURE and not code.startswith(("-", "$", "pip ", "vllm ")) and bool(
-        ERROR_LINE.search(code)
-    )
+    if len(code) < _MIN_SIGNATURE or code.startswith(("-", "$", "pip ", "vllm ")):
+        return False
+    found = classify_line(code)
+    return found is not None and found[0] in {"exception", "message", "error"}
 
 
 def parse_markdown(source: str, rel_path: str) -> list[Document]:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from indexer.documents import Card, Document
 from indexer.sources.cards import bundled_cards
 from service.analysis.input import ParsedInput
-from service.analysis.origin import categorize
+from service.analysis.origin import categorize, text_window
 
 # Harmony stop tokens, as openai-harmony's HARMONY_GPT_OSS encoding reports them
 # (stop_tokens_for_assistant_actions(): <|call|>, <|return|>); tests pin them to the real library.
@@ -53,14 +53,14 @@ def seen_flags(parsed: ParsedInput) -> dict[str, str]:
     ``'key': value`` pairs count anywhere (vLLM's "non-default args" and sampling-params dicts).
     """
     found: dict[str, str] = {}
-    lines = [*parsed.flags, *(ln for ln in parsed.text[:200_000].splitlines() if _COMMAND_LINE.search(ln))]
+    lines = [*parsed.flags, *(ln for ln in text_window(parsed.text).splitlines() if _COMMAND_LINE.search(ln))]
     for text in lines:
         for match in _CLI_FLAG.finditer(text):
             value = match.group(2) or "true"
             found.setdefault(match.group(1), "true" if value.startswith("-") else value)
-    for match in _ARGS_KEY.finditer(parsed.text[:200_000]):
+    for match in _ARGS_KEY.finditer(text_window(parsed.text)):
         found.setdefault(match.group(1).replace("_", "-"), match.group(2))
-    for text in [*parsed.flags, parsed.text[:200_000]]:
+    for text in [*parsed.flags, text_window(parsed.text)]:
         for match in _TOOL_CHOICE.finditer(text):
             found.setdefault("tool-choice", match.group(1).strip("\"'{ ").lower())
     return found
@@ -82,7 +82,7 @@ def user_vllm_version(parsed: ParsedInput) -> str | None:
     if parsed.versions.get("vllm"):
         return parsed.versions["vllm"]
     match = re.search(
-        r"vLLM API server version (\S+)|vllm[=/ -]{1,3}v?(\d+\.\d+(?:\.\d+)?\S*)", parsed.text[:200_000]
+        r"vLLM API server version (\S+)|vllm[=/ -]{1,3}v?(\d+\.\d+(?:\.\d+)?\S*)", text_window(parsed.text)
     )
     if match:
         return match.group(1) or match.group(2)
@@ -186,7 +186,7 @@ _RETURN_ERROR = re.compile(r"Unexpected token (?:200002|200012) while expect")
 
 def _vllm_context(parsed: ParsedInput, hits: Sequence[Document]) -> bool:
     """True unless the input is clearly about another serving engine."""
-    text = parsed.text[:200_000]
+    text = text_window(parsed.text)
     if _VLLM.search(text):
         return True
     if _OTHER_ENGINE.search(text):
@@ -197,7 +197,7 @@ def _vllm_context(parsed: ParsedInput, hits: Sequence[Document]) -> bool:
 def _tool_parser_advice(
     parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str], category: str
 ) -> list[Advice]:
-    text = parsed.text[:200_000]
+    text = text_window(parsed.text)
     wants_tools = category == "tool-calling" or bool(_TOOL_SYMPTOM.search(text))
     if not wants_tools or not _vllm_context(parsed, hits):
         return []
@@ -271,7 +271,7 @@ def _tool_choice_advice(parsed: ParsedInput, hits: Sequence[Document], flags: di
 def _reasoning_advice(
     parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str], category: str
 ) -> list[Advice]:
-    if not (category == "reasoning-output" or _REASONING_SYMPTOM.search(parsed.text[:200_000])):
+    if not (category == "reasoning-output" or _REASONING_SYMPTOM.search(text_window(parsed.text))):
         return []
     if flags.get("reasoning-parser", "").lower().replace("-", "_") == "openai_gptoss" or not _vllm_context(
         parsed, hits
@@ -306,7 +306,7 @@ def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) 
 
 
 def _stop_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str]) -> list[Advice]:
-    text = parsed.text[:200_000]
+    text = text_window(parsed.text)
     ignore_eos = flags.get("ignore-eos", "false").lower() not in {"false", "0"}
     if not (_RETURN_ERROR.search(text) or _STOP_SYMPTOM.search(text) or ignore_eos):
         return []
@@ -325,7 +325,7 @@ def _stop_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str,
 
 
 def _attention_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) -> list[Advice]:
-    if not (category == "attention-backend" and _SINKS.search(parsed.text[:200_000])) or not _vllm_context(
+    if not (category == "attention-backend" and _SINKS.search(text_window(parsed.text))) or not _vllm_context(
         parsed, hits
     ):
         return []

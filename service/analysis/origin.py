@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -276,16 +277,31 @@ def _scan(texts: Sequence[str], *, max_tier: int = 1) -> _Finding | None:
     return found
 
 
+def text_window(text: str, size: int = 100_000) -> str:
+    """The part of a long input the whole-text rules read: its head and tail (errors sit at the end)."""
+    if len(text) <= size:
+        return text
+    half = size // 2
+    return text[:half] + "\n" + text[-half:]
+
+
 def match_input(parsed: ParsedInput) -> _Finding | None:
     """The rule the input itself supports, if any: error lines first, then the whole text."""
-    found = _scan(parsed.signatures)
+    return _match_cached(tuple(parsed.signatures), parsed.text)
+
+
+@lru_cache(maxsize=16)
+def _match_cached(signatures: tuple[str, ...], text: str) -> _Finding | None:
+    # origin, category and advice all ask about the same input: scan a large log once.
+    found = _scan(signatures)
+    window = text_window(text)
     if found is None or found.rule.tier > 0:
-        whole = _scan([parsed.text[:200_000]], max_tier=0)
+        whole = _scan([window], max_tier=0)
         if whole is not None:
             return whole
     if found is not None:
         return found
-    if _OFFLINE.search(parsed.text) and _VOCAB_WORDS.search(parsed.text):
+    if _OFFLINE.search(window) and _VOCAB_WORDS.search(window):
         return _Finding(RULES[0], 0, "offline vocabulary")
     return None
 
@@ -294,7 +310,7 @@ def _client_name(parsed: ParsedInput) -> str | None:
     if parsed.client:
         return parsed.client
     for name, pattern in _CLIENTS:
-        if re.search(pattern, parsed.text[:200_000]):
+        if re.search(pattern, text_window(parsed.text)):
             return name
     return None
 
@@ -353,7 +369,7 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
             explanation += f" {client} only reports what the server returned; the fix is on the server side."
         return Origin(side=rule.side, component=rule.category, explanation=explanation)
     prior: dict[Side, float] = {}
-    text = parsed.text[:200_000]
+    text = text_window(parsed.text)
     if found is None and _ENGINE.search(text) and not _CLIENT_APP.search(text):
         # A behaviour described on a serving engine, with no client application named: the engine's.
         prior["server"] = 1.0

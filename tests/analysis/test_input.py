@@ -12,7 +12,7 @@ INFO 08-21 09:12:03 [__init__.py:241] Automatically detected platform cuda.
 (APIServer pid=48213) WARNING 08-21 09:12:13 [__init__.py:1171] mxfp4 quantization is not fully optimized yet.
 (APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001] Error in chat completion stream generator.
 (APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001] Traceback (most recent call last):
-(APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001]   File "/usr/lib/vllm/serving_chat.py", line 642, in gen
+(APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001]   File "/vllm/serving_chat.py", line 642, in gen
 (APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001]     harmony_parser.process(token_id)
 (APIServer pid=48213) ERROR 08-21 09:15:20 [serving_chat.py:1001] openai_harmony.HarmonyError: Unexpected token \
 200002 while expecting start token 200006
