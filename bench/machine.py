@@ -8,7 +8,16 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-PACKAGES = ("torch", "onnxruntime", "sentence-transformers", "chromadb", "bm25s", "openai-harmony", "fastapi", "uvicorn")
+PACKAGES = (
+    "torch",
+    "onnxruntime",
+    "sentence-transformers",
+    "chromadb",
+    "bm25s",
+    "openai-harmony",
+    "fastapi",
+    "uvicorn",
+)
 
 
 def _cpu_model() -> str:

@@ -182,11 +182,23 @@ def error_lines(text: str, limit: int = 40) -> list[ErrorLine]:
     become lines of their own, since they carry the server's own words inside a client's exception.
     """
     seen: set[str] = set()
+    # (line cut to MAX_LINE, after_frame) -> is a frame: a repeated line gives the same result as its
+    # first occurrence, whose keys are all in ``seen`` already, so it is skipped without any pattern.
+    done: dict[tuple[str, bool], bool] = {}
     out: list[ErrorLine] = []
     after_frame = False
     for position, raw in enumerate(text.splitlines()):
+        # Blank and very short lines cannot classify (under 4 characters) nor be a frame: skip them
+        # before any pattern runs, so a megabyte of newlines costs what one line does.
+        if len(raw) < 4 or len(raw.strip()) < 4:
+            after_frame = False
+            continue
+        memo_key = (raw[:MAX_LINE], after_frame)
+        if memo_key in done:
+            after_frame = done[memo_key]
+            continue
         classified = classify_line(raw, after_frame)
-        after_frame = bool(_FRAME.match(strip_log_prefix(raw[:MAX_LINE])))
+        after_frame = done[memo_key] = bool(_FRAME.match(strip_log_prefix(raw[:MAX_LINE])))
         if classified is None:
             continue
         kind, line = classified

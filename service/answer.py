@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -99,10 +99,20 @@ def issue_out(hit: Hit, knowledge: Knowledge) -> IssueOut:
 
 
 def _first_sentences(text: str, limit: int = 300) -> str:
-    text = " ".join(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
+    """The section's opening prose: headings, list items and code left out (they become steps)."""
+    prose: list[str] = []
+    in_code = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+            continue
+        if in_code or not line.strip() or line.startswith("#") or _LIST_ITEM.match(line):
+            continue
+        prose.append(line.strip())
+    joined = " ".join(prose)
+    if len(joined) <= limit:
+        return joined
+    cut = joined[:limit]
     ends = [m.start() for m in _SENTENCE_END.finditer(cut)]
     return cut[: ends[-1]] if ends else cut.rstrip() + "..."
 
@@ -118,8 +128,12 @@ def section_fix(section: Document, *, also_cites: str | None = None) -> FixOut:
     )
 
 
-def thread_fixes(doc: Document, knowledge: Knowledge) -> list[FixOut]:
-    """Fixes a thread leads to: its curated fix and workarounds, merged PRs fixing it, sections citing it."""
+def thread_fixes(doc: Document, knowledge: Knowledge, ranked_sections: Collection[str] = ()) -> list[FixOut]:
+    """Fixes a thread leads to: its curated fix and workarounds, merged PRs fixing it, sections citing it.
+
+    A thread cited by several sections (one per token id, say) keeps only the sections that also rank
+    for this query; a thread cited by one section keeps it.
+    """
     fixes: list[FixOut] = []
     url = thread_url(doc)
     if doc.fix:
@@ -144,21 +158,33 @@ def thread_fixes(doc: Document, knowledge: Knowledge) -> list[FixOut]:
                 confirmed=True,
             )
         )
-    for section_id in knowledge.sections_citing(doc.id):
+    citing = knowledge.sections_citing(doc.id)
+    if len(citing) > 1:
+        citing = [section_id for section_id in citing if section_id in ranked_sections]
+    for section_id in citing:
         section = knowledge.by_id.get(section_id)
         if section is not None:
             fixes.append(section_fix(section, also_cites=url))
     return fixes
 
 
-def build_fixes(hits: Sequence[Hit], knowledge: Knowledge, *, limit: int = MAX_FIXES) -> list[FixOut]:
-    """Fixes from the confident hits, in rank order, deduplicated by summary and section."""
+def build_fixes(
+    hits: Sequence[Hit],
+    knowledge: Knowledge,
+    *,
+    ranked_sections: Collection[str] = (),
+    limit: int = MAX_FIXES,
+) -> list[FixOut]:
+    """Fixes from the confident hits, in rank order, deduplicated by summary and section.
+
+    ``ranked_sections``: reference-section ids the retrieval ranked for this query (any confidence).
+    """
     fixes: list[FixOut] = []
     seen: set[str] = set()
     for hit in hits:
         if hit.confidence == "low":
             continue
-        candidates = thread_fixes(hit.doc, knowledge) if is_thread(hit.doc) else []
+        candidates = thread_fixes(hit.doc, knowledge, ranked_sections) if is_thread(hit.doc) else []
         if hit.doc.kind == "reference-section":
             candidates = [section_fix(hit.doc)]
         for fix in candidates:

@@ -116,17 +116,16 @@ def check_vocab(settings: Settings, *, fix: bool = False) -> Check:
     from service.errors import VocabError
 
     target = settings.vocab_dir / VOCAB_FILE
-    repair = (
-        "run `gptoss-doctor doctor --fix` to rebuild it offline from the bundled quicktok-v1 copy "
-        f"(or delete {target}: the service rebuilds it on start)"
-    )
+    repair = "run `gptoss-doctor doctor --fix` to rebuild it offline from the bundled quicktok-v1 copy"
     problem: str | None = None
     if not target.is_file():
         problem = f"{target} is missing (the Harmony vocab has not been provisioned yet)"
+        repair = "run `gptoss-doctor doctor --fix` to write it offline from the bundled quicktok-v1 copy"
     else:
         digest = _sha256(target)
         if digest != VOCAB_SHA256:
             problem = f"{target} is corrupt: sha256 {digest[:12]}..., expected {VOCAB_SHA256[:12]}..."
+            repair += f" (or delete {target}; the service rebuilds it on start)"
     if problem is not None and not fix:
         return Check("harmony vocab", "fail", problem, fix=repair)
     try:

@@ -28,10 +28,9 @@ from service.errors import NotReady
 from service.models import AnalysisOut, IndexInfo, LookupResponse, QueryInfo
 
 if TYPE_CHECKING:
-    from indexer.store import Store
-
     from indexer.documents import Document
     from indexer.embedding import Embedder
+    from indexer.store import Store
     from service.analysis.harmony import HarmonyAnalyzer
     from service.retrieval import RetrievalResult, Retriever
 
@@ -125,9 +124,8 @@ class LookupEngine:
 
         ``on_build`` is told (one line) when a first build starts, so the CLI can say so on stderr.
         """
-        from indexer.store import Store
-
         from indexer.embedding import load_embedder
+        from indexer.store import Store
 
         embedder = embedder or load_embedder(settings)
         store = Store.open(settings, embedder, read_only=True)
@@ -180,7 +178,11 @@ class LookupEngine:
             ),
             issues=[issue_out(h, snap.knowledge) for h in hits],
             no_confident_match=no_match,
-            fixes=[] if no_match else build_fixes([*confident, *sections], snap.knowledge),
+            fixes=[]
+            if no_match
+            else build_fixes(
+                [*confident, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
+            ),
             advice=advice_out(advise(parsed, evidence)),
             index=snap.index,
             degraded=result.degraded,

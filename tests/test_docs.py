@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 import pytest
 from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 from indexer.sources.cards import bundled_cards
 from service.cli import main
@@ -31,7 +32,7 @@ SHELL_LANGS = {"bash", "sh", "shell", "console"}
 ISSUE_REF = re.compile(r"(?<![\w./-])([A-Za-z0-9][\w.-]*/[\w.-]+)#(\d+)\b")
 ISSUE_URL = re.compile(r"https://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)")
 SETTING_NAME = re.compile(r"\bGPTOSS_DOCTOR_[A-Z0-9_]+\b")
-HEADING_CHARS = re.compile(r"^[A-Za-z0-9 _-]+$")
+HEADING_CHARS = re.compile(r"^[A-Za-z0-9 ,_-]+$")  # every slugifier agrees on these
 
 
 def _rel(path: Path) -> str:
@@ -39,7 +40,7 @@ def _rel(path: Path) -> str:
 
 
 @cache
-def _tokens(path: Path) -> list:  # type: ignore[type-arg]
+def _tokens(path: Path) -> list[Token]:
     return MarkdownIt("commonmark").enable("table").parse(path.read_text(encoding="utf-8"))
 
 
@@ -85,6 +86,11 @@ def _logical_lines(script: str) -> Iterator[str]:
         yield pending
 
 
+def _is_doctor(word: str) -> bool:
+    """True for the console script, bare or through a bin/ folder (not a data path ending in it)."""
+    return word == "gptoss-doctor" or word.endswith("bin/gptoss-doctor")
+
+
 def doctor_invocations(path: Path) -> list[tuple[str, list[str]]]:
     """Every ``gptoss-doctor ...`` command in shell blocks and inline code: (source, argv)."""
     found: list[tuple[str, list[str]]] = []
@@ -96,14 +102,14 @@ def doctor_invocations(path: Path) -> list[tuple[str, list[str]]]:
             segment: list[str] = []
             for word in [*words, ";"]:
                 if word and set(word) <= set("|&;()<>"):
-                    if segment and Path(segment[0]).name == "gptoss-doctor":
+                    if segment and _is_doctor(segment[0]):
                         found.append((f"{_rel(path)}:{lineno}: {line.strip()}", segment[1:]))
                     segment = []
                 else:
                     segment.append(word)
     for token in _tokens(path):
         for child in token.children or []:
-            if child.type == "code_inline" and Path(child.content.split(" ")[0]).name == "gptoss-doctor":
+            if child.type == "code_inline" and _is_doctor(child.content.split(" ")[0]):
                 found.append((f"{_rel(path)}: `{child.content}`", shlex.split(child.content)[1:]))
     return found
 
@@ -144,11 +150,7 @@ def github_slug(heading: str) -> str:
 def headings(path: Path) -> list[tuple[int, str]]:
     """(level, text) of every heading."""
     tokens = _tokens(path)
-    return [
-        (int(tok.tag[1]), tokens[i + 1].content)
-        for i, tok in enumerate(tokens)
-        if tok.type == "heading_open"
-    ]
+    return [(int(tok.tag[1]), tokens[i + 1].content) for i, tok in enumerate(tokens) if tok.type == "heading_open"]
 
 
 # --- citations -------------------------------------------------------------------------------
@@ -176,7 +178,7 @@ def test_known_issues_cites_at_least_60_issues() -> None:
 def test_citation_pattern_finds_refs_and_urls_but_not_anchors() -> None:
     text = (
         "see vllm-project/vllm#22519 and https://github.com/openai/harmony/issues/95, "
-        "https://github.com/vllm-project/vllm/pull/47062, not model-updates.md#keeping-1 or a/b.md#2"
+        "https://github.com/vllm-project/vllm/pull/47062, not model-updates.md#keeping-1 or x/y.md#anchor"
     )
     assert citations(text) == {"vllm-project/vllm#22519", "openai/harmony#95", "vllm-project/vllm#47062"}
 
@@ -279,7 +281,12 @@ def test_docs_show_gptoss_doctor_commands() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["nosuch"], ["skill", "nosuch"], ["skill", "package", "--out", "d", "--bogus"], ["skill", "package", "x"]],
+    [
+        ["nosuch"],
+        ["skill", "nosuch"],
+        ["skill", "package", "--out", "d", "--bogus"],
+        ["skill", "package", "--out", "d", "x"],
+    ],
 )
 def test_check_cli_rejects_wrong_commands(argv: list[str]) -> None:
     with pytest.raises(click.UsageError):

@@ -164,7 +164,12 @@ def _min_version_for(pattern: str) -> tuple[str, str] | None:
 # --- rules ---------------------------------------------------------------------------------------------
 
 _OTHER_ENGINE = re.compile(r"\bollama\b|\bsglang\b|llama\.cpp|\blm ?studio\b|tensorrt|\bmlx\b|\bvmlx\b", re.I)
-_VLLM = re.compile(r"\bvllm\b", re.I)
+# vLLM by name, or by text only vLLM prints (its flag names, module names, process tags).
+_VLLM = re.compile(
+    r"\bvllm\b|--enable-auto-tool-choice|--tool-call-parser|serving_chat|serving_responses|harmony_utils"
+    r"|\(APIServer pid=|\(EngineCore",
+    re.I,
+)
 _TOOL_SYMPTOM = re.compile(
     r"tool[_ ]calls?\b|tool choice|tool_choice|function (?:call|invocation)s?\b|tools array|call a function"
     r"|use one of (?:the|its) functions|enable-auto-tool-choice|tool-call-parser|tool_call_parser",
@@ -184,9 +189,20 @@ _SINKS = re.compile(r"attention sin|Sinks are only supported|sinks not supported
 _RETURN_ERROR = re.compile(r"Unexpected token (?:200002|200012) while expect")
 
 
+_GPT_OSS = re.compile(r"gpt-?oss|harmony|\b(?:20|120)b\b", re.I)
+# Another model named by its id (org/name or a versioned family name), not a parser list that names one.
+_OTHER_MODEL = re.compile(
+    r"\b(?:deepseek-ai|meta-llama|Qwen|mistralai|google|microsoft|zai-org|moonshotai)/[\w.-]+"
+    r"|\b(?:DeepSeek-[RV]\d|Llama-\d|Qwen\d|Mistral-\d|gemma-\d)",
+    re.I,
+)
+
+
 def _vllm_context(parsed: ParsedInput, hits: Sequence[Document]) -> bool:
-    """True unless the input is clearly about another serving engine."""
+    """True when vLLM flags for gpt-oss apply: not another engine, not another model family."""
     text = text_window(parsed.text)
+    if _OTHER_MODEL.search(text) and not _GPT_OSS.search(text):
+        return False
     if _VLLM.search(text):
         return True
     if _OTHER_ENGINE.search(text):

@@ -40,7 +40,7 @@ class ParsedInput(BaseModel):
     token_ids: list[int] = Field(default=[], description="Token ids the text names")
 
 
-_VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6})?(?:[.+-]?(?:dev|rc|post|a|b)\d{0,8})?(?:\+[\w.]{1,40})?)"
+_VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}(?:[.+-]?(?:dev|rc|post|a|b)\d{0,8})?(?:\+[\w.]{1,40})?)"
 _VERSION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("vllm", re.compile(r"vLLM API server version " + _VERSION)),
     ("vllm", re.compile(r"\bvllm(?:-openai)?[=:]{1,2}" + _VERSION, re.I)),
@@ -59,7 +59,7 @@ _VERSION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
 _CLI_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]{0,30}(?:-[a-z0-9]{1,30}){0,8})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?")
 _ARG_DICT_ITEM = re.compile(r"'([a-z][a-z0-9_]{1,60})': ('[^']{0,200}'|True|False|-?\d[\d.]{0,20}|None)")
 _REQUEST_PARAM = re.compile(
-    r"""["']?(tool_choice|reasoning_effort|ignore_eos|stream|store|include_stop_str_in_output|"""
+    r"""(?<![\w])["']?(tool_choice|reasoning_effort|ignore_eos|stream|store|include_stop_str_in_output|"""
     r"""parallel_tool_calls|max_tokens|max_completion_tokens|min_tokens|response_format|background)"""
     r"""["']?\s{0,3}[:=]\s{0,3}["']?([\w.-]{1,40})"""
 )
@@ -92,10 +92,43 @@ _CLIENTS: list[tuple[str, re.Pattern[str]]] = [
 ]
 
 
-def _versions(text: str) -> dict[str, str]:
+# A literal every match of a pattern contains (lower-case): a megabyte log is scanned once per
+# needle with a fast substring search, and a pattern runs only when its needle is there.
+_VERSION_NEEDLES = {"openai-harmony": ("harmony",)}
+_CLIENT_NEEDLES = {
+    "llama-stack": ("llama",),
+    "langchain": ("lang",),
+    "openai-agents": ("agents",),
+    "pydantic-ai": ("pydantic",),
+    "continue": ("continue",),
+    "open-webui": ("webui",),
+    "ollama-python": ("ollama._types",),
+    "bedrock": ("botocore", "bedrock"),
+    "openai-python": ("openai",),
+}
+# Non-ASCII letters that re.IGNORECASE matches to an ASCII one; mapped before lower() so a needle
+# precheck never skips a pattern that would have matched.
+_IGNORECASE_ASCII = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
+
+
+def _folded(text: str) -> str:
+    """``text`` lower-cased for needle prechecks that agree with re.IGNORECASE."""
+    if not text.isascii():
+        for char, ascii_char in _IGNORECASE_ASCII:
+            if char in text:
+                text = text.replace(char, ascii_char)
+    return text.lower()
+
+
+def _present(folded: str, name: str, needles: dict[str, tuple[str, ...]]) -> bool:
+    return any(needle in folded for needle in needles.get(name, (name,)))
+
+
+def _versions(text: str, folded: str | None = None) -> dict[str, str]:
+    folded = _folded(text) if folded is None else folded
     found: dict[str, str] = {}
     for name, pattern in _VERSION_PATTERNS:
-        if name in found:
+        if name in found or not _present(folded, name, _VERSION_NEEDLES):
             continue
         match = pattern.search(text)
         if match:
@@ -110,7 +143,8 @@ def _flags(text: str) -> list[str]:
         if flag not in flags:
             flags.append(flag)
 
-    for line in text.splitlines():
+    has_args = "non-default args" in text or "server_args=" in text
+    for line in text.splitlines() if ("--" in text or has_args) else ():
         line = line[:MAX_LINE]
         if "--" in line and re.search(r"\b(?:vllm|serve|api_server|sglang|launch_server|python3? -m)\b", line):
             for match in _CLI_FLAG.finditer(line):
@@ -128,17 +162,19 @@ def _flags(text: str) -> list[str]:
     return flags[:60]
 
 
-def _model(text: str) -> str | None:
-    tag = _MODEL_TAG.search(text)
+def _model(text: str, folded: str | None = None) -> str | None:
+    folded = _folded(text) if folded is None else folded
+    tag = _MODEL_TAG.search(text) if "'model" in folded else None
     if tag:
         return tag.group(1)
-    match = _MODEL.search(text)
+    match = _MODEL.search(text) if "gpt-oss-" in folded else None
     return match.group(1) if match else None
 
 
-def _client(text: str) -> str | None:
+def _client(text: str, folded: str | None = None) -> str | None:
+    folded = _folded(text) if folded is None else folded
     for name, pattern in _CLIENTS:
-        if pattern.search(text):
+        if _present(folded, name, _CLIENT_NEEDLES) and pattern.search(text):
             return name
     return None
 
@@ -170,6 +206,7 @@ def parse_input(text: str) -> ParsedInput:
     """Parse one pasted error line, client exception, traceback or whole log."""
     lines = [EvidenceLine(text=e.text, weight=e.weight, kind=e.kind) for e in error_lines(text)]
     signatures = [e.text for e in lines if e.kind in {"exception", "message", "error", "warning"}]
+    folded = _folded(text)
     return ParsedInput(
         text=text,
         signatures=signatures,
@@ -177,9 +214,9 @@ def parse_input(text: str) -> ParsedInput:
         evidence=lines,
         query_text=_query_text(text, lines),
         is_log=any(e.weight >= 1.0 for e in lines),
-        versions=_versions(text),
+        versions=_versions(text, folded),
         flags=_flags(text),
-        model=_model(text),
-        client=_client(text),
+        model=_model(text, folded),
+        client=_client(text, folded),
         token_ids=_token_ids(text, signatures),
     )

@@ -121,8 +121,8 @@ RULES: tuple[Rule, ...] = (
             r"|attention sinks not supported|does not support attention sin"
             r"|Attention sinks are only supported"
         ),
-        "the attention backend available on this GPU or build does not support what gpt-oss needs "
-        "(attention sinks)",
+        "the attention backend available on this GPU or build does not support what the model needs "
+        "(for gpt-oss: attention sinks)",
     ),
     Rule(
         "environment",
@@ -335,6 +335,10 @@ _CLIENT_APP = re.compile(
     re.I,
 )
 
+_SERVED = re.compile(
+    r"gpt-?oss|chat completions?|/v1/|streaming|tensor.parallel|\bTP\s?=?\s?\d|served|serving|endpoint", re.I
+)
+
 
 def _from_hits(
     hits: Sequence[Document], limit: int = 3, prior: dict[Side, float] | None = None
@@ -370,9 +374,17 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
         return Origin(side=rule.side, component=rule.category, explanation=explanation)
     prior: dict[Side, float] = {}
     text = text_window(parsed.text)
-    if found is None and _ENGINE.search(text) and not _CLIENT_APP.search(text):
-        # A behaviour described on a serving engine, with no client application named: the engine's.
-        prior["server"] = 1.0
+    if found is None:
+        # A described behaviour with no error text: whoever the user names is the first suspect. A
+        # named client application is more specific than the engine behind it, so it leads a tie.
+        engine, app = bool(_ENGINE.search(text)), bool(_CLIENT_APP.search(text))
+        if app:
+            prior["client"] = 0.6 if engine else 1.0
+        if engine:
+            prior["server"] = 0.5 if app else 1.0
+        elif not app and _SERVED.search(text):
+            # gpt-oss output going wrong on an unnamed stack: the serving layer is the first suspect.
+            prior["server"] = 0.5
     voted = _from_hits(hits, prior=prior)
     if found is not None:
         # A generic server marker: the engine produced the error; the hits may name the component.
@@ -384,9 +396,10 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
     if voted is not None:
         side, component, doc = voted
         if doc is None:
+            named = "a client application" if side == "client" else "a serving engine"
             explanation = (
-                "The input describes the behaviour of a serving engine and names no client application, "
-                "and no known issue points elsewhere."
+                f"The input describes the behaviour of {named} without an error string, and no known "
+                "issue points elsewhere."
             )
         else:
             explanation = (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 
 import click
 
@@ -42,8 +43,10 @@ def doctor(fix: bool, as_json: bool, strict: bool) -> None:
     from service.doctor import config_failure, run_checks, summary_line
     from service.errors import ConfigError
 
-    # Library chatter (model export, store) would drown the report; real errors are in the checks.
+    # Library chatter (model export, progress bars) would drown the report; errors are in the checks.
     logging.basicConfig(level=logging.ERROR)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     try:
         settings = load_settings()
     except ConfigError as exc:

@@ -104,8 +104,11 @@ def render(answer: LookupResponse, console: Console) -> None:
         console.print("[yellow]No confident match:[/yellow] no known issue is close to this error.")
     if answer.issues:
         table = Table(title="Known issues", title_justify="left", show_edge=False)
-        for column in ("#", "issue", "state", "confidence", "title"):
-            table.add_column(column)
+        table.add_column("#")
+        table.add_column("issue", no_wrap=True)
+        table.add_column("state")
+        table.add_column("confidence", no_wrap=True)
+        table.add_column("title", ratio=1)
         for rank, issue in enumerate(answer.issues, start=1):
             link = f"[link={issue.url}]{escape(issue.id)}[/link]" if issue.url else escape(issue.id)
             state = issue.state or "?"

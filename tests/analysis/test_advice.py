@@ -32,10 +32,7 @@ def test_missing_tool_parser_flags_are_advised_with_sources(cards: dict[str, Doc
 
 
 def test_no_tool_flag_advice_when_both_flags_are_already_set(cards: dict[str, Document]) -> None:
-    text = (
-        "$ vllm serve openai/gpt-oss-120b --tool-call-parser openai --enable-auto-tool-choice\n"
-        + TOOLS_IN_CONTENT
-    )
+    text = "$ vllm serve openai/gpt-oss-120b --tool-call-parser openai --enable-auto-tool-choice\n" + TOOLS_IN_CONTENT
     advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"))
     assert not [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser")]
 
@@ -121,10 +118,7 @@ def test_version_normalisation_tolerates_local_and_dev_suffixes(raw: str, expect
 
 
 def test_offline_vocab_advises_the_env_var(cards: dict[str, Document]) -> None:
-    log = (
-        "openai_harmony.HarmonyError: error downloading or loading vocab file: "
-        "failed to download or load vocab file"
-    )
+    log = "openai_harmony.HarmonyError: error downloading or loading vocab file: failed to download or load vocab file"
     advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22525"))
     rule = _about(advice, "TIKTOKEN_ENCODINGS_BASE")
     assert rule and rule[0].flags == ["TIKTOKEN_ENCODINGS_BASE"]
@@ -163,9 +157,7 @@ def test_reasoning_leak_advises_the_reasoning_parser_unless_set() -> None:
     text = "vLLM gpt-oss: the analysis channel text ends up in content and reasoning_content is null"
     assert _about(advise(parse_input(text), []), "--reasoning-parser openai_gptoss")
     with_flag = "$ vllm serve openai/gpt-oss-20b --reasoning-parser openai_gptoss\n" + text
-    assert not [
-        a for a in advise(parse_input(with_flag), []) if a.summary.startswith("Start vLLM with `--reasoning")
-    ]
+    assert not [a for a in advise(parse_input(with_flag), []) if a.summary.startswith("Start vLLM with `--reasoning")]
 
 
 def test_attention_sink_errors_advise_the_triton_backend(cards: dict[str, Document]) -> None:
@@ -176,8 +168,7 @@ def test_attention_sink_errors_advise_the_triton_backend(cards: dict[str, Docume
 
 def test_card_workarounds_and_flags_of_the_top_hit_are_included(cards: dict[str, Document]) -> None:
     log = (
-        "(Worker_TP1 pid=214) ERROR [multiproc_executor.py:671] RuntimeError: CUDA driver error: "
-        "invalid device ordinal"
+        "(Worker_TP1 pid=214) ERROR [multiproc_executor.py:671] RuntimeError: CUDA driver error: invalid device ordinal"
     )
     advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#26525"))
     from_card = [a for a in advice if a.sources == ["vllm-project/vllm#26525"]]
@@ -213,3 +204,11 @@ def test_every_piece_of_advice_cites_a_source(cards: dict[str, Document], text: 
     for item in advice:
         assert item.sources, item.summary
         assert all("#" in source for source in item.sources)
+
+
+def test_no_gpt_oss_flags_for_another_model_family() -> None:
+    text = (
+        "KeyError: 'invalid reasoning parser: deepseek-r1 (chose from { deepseek_r1, qwen3 })'\n"
+        "vllm serve deepseek-ai/DeepSeek-R1-Distill-Llama-70B --reasoning-parser deepseek-r1"
+    )
+    assert not _about(advise(parse_input(text), []), "openai_gptoss")

@@ -81,3 +81,14 @@ def test_pathological_input_is_bounded() -> None:
     parsed = parse_input(("Error: " + "a" * 5000 + "\n") * 200 + "x" * 200_000)
     assert len(parsed.query_text) <= 2000
     assert len(parsed.signatures) <= 40
+
+
+def test_four_part_versions_and_arg_names_are_not_mistaken_for_request_params() -> None:
+    text = (
+        "(APIServer pid=1) INFO 08-11 [api_server.py:1805] vLLM API server version 0.10.1.1\n"
+        "(APIServer pid=1) INFO [utils.py:326] non-default args: {'enable_auto_tool_choice': True}"
+    )
+    parsed = parse_input(text)
+    assert parsed.versions["vllm"] == "0.10.1.1"
+    assert "--enable-auto-tool-choice" in parsed.flags
+    assert not any(flag.startswith("tool_choice=") for flag in parsed.flags)

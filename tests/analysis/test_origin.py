@@ -87,8 +87,7 @@ def test_vocab_download_failures_are_the_environments(text: str) -> None:
             "multi-gpu",
         ),
         (
-            "(EngineCore_DP0 pid=9) ERROR [core.py:710] ModuleNotFoundError: "
-            "No module named 'triton_kernels'",
+            "(EngineCore_DP0 pid=9) ERROR [core.py:710] ModuleNotFoundError: No module named 'triton_kernels'",
             "install-build",
         ),
         ("vllm: error: unrecognized arguments: --tool-server demo", "install-build"),
@@ -186,3 +185,14 @@ def test_category_follows_the_top_hit_when_the_input_is_not_explicit(cards: dict
 )
 def test_categorize_explicit_inputs(text: str, category: str) -> None:
     assert categorize(parse_input(text), []) == category
+
+
+def test_a_named_client_application_is_the_first_suspect_without_hits() -> None:
+    text = "codex cli keeps sending requests to the local ollama port instead of the url in my config file"
+    origin = classify_origin(parse_input(text), [])
+    assert origin.side == "client"
+
+
+def test_an_unnamed_stack_serving_gpt_oss_points_to_the_server() -> None:
+    text = "streaming chat completions from gpt-oss-120b with tensor parallel 4 drop words now and then"
+    assert classify_origin(parse_input(text), []).side == "server"

@@ -31,6 +31,10 @@ BATCH = 5
 CHILD = Path(__file__).with_name("github_sync_child.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime.fromisoformat("2025-09-01T00:00:00+00:00")
+CURATED = (
+    *("summary", "cause", "fix", "workarounds", "component", "error_source", "error_signatures", "flags"),
+    *("versions", "fixes", "fix_confirmed", "references"),
+)
 
 
 class CountingEmbedder:
@@ -204,13 +208,13 @@ def test_fix_links_set_fixes_on_prs_and_fixed_by_on_targets(
 
     # A later run: a new PR fixing a stored issue, and a new issue a stored PR already claimed.
     at = fake.tick(60)
-    fake.add_thread(FakeThread(VLLM, 60003, "Fix gpt-oss stop tokens", "Resolves #60010", created_at=at, updated_at=at, pull=True))
-    fake.add_thread(FakeThread(HARMONY, 901, "Fix #902 decoding", "see title", created_at=at, updated_at=at, pull=True))
+    fake.add_thread(FakeThread(VLLM, 60003, "Fix gpt-oss stop tokens", "Resolves #60010", updated_at=at, pull=True))
+    fake.add_thread(FakeThread(HARMONY, 901, "Fix #902 decoding", "see title", updated_at=at, pull=True))
     run(settings, store, sleeps)
     labelled = store.get(issue_id(VLLM, 60010))
     assert labelled is not None and labelled.fixed_by == [issue_id(VLLM, 60003)]
     at = fake.tick(60)
-    fake.add_thread(FakeThread(HARMONY, 902, "Decoding fails on 200012", "HarmonyError", created_at=at, updated_at=at))
+    fake.add_thread(FakeThread(HARMONY, 902, "Decoding fails on 200012", "HarmonyError", updated_at=at))
     run(settings, store, sleeps)
     late = store.get(issue_id(HARMONY, 902))
     assert late is not None and late.fixed_by == [issue_id(HARMONY, 901)]
@@ -267,7 +271,8 @@ def test_curated_card_merges_with_its_live_thread(
     cards = {d.id: d for d in card_documents()}
     store.upsert(list(cards.values()))
     card = cards[issue_id(VLLM, 22331)]
-    fake.update_thread(VLLM, 22331, title="[Bug]: Sinks need FlashAttention 3", state="closed", labels=["bug", "gpt-oss"])
+    new_title = "[Bug]: Sinks need FlashAttention 3"
+    fake.update_thread(VLLM, 22331, title=new_title, state="closed", labels=["bug", "gpt-oss"])
     fake.add_comment(VLLM, 22331, "Works with VLLM_ATTENTION_BACKEND=TRITON_ATTN on 4090.")
 
     run(settings, store, sleeps)
@@ -275,10 +280,10 @@ def test_curated_card_merges_with_its_live_thread(
     doc = store.get(issue_id(VLLM, 22331))
     assert doc is not None
     assert doc.kind == "card" and doc.curated and doc.sources == ["snapshot", "github"]
-    for name in ("summary", "cause", "fix", "workarounds", "component", "error_source", "error_signatures", "flags", "versions", "fixes"):
+    for name in CURATED:
         assert getattr(doc, name) == getattr(card, name), name
     thread = fake.thread(VLLM, 22331)
-    assert doc.title == "[Bug]: Sinks need FlashAttention 3" and doc.state == "closed"
+    assert doc.title == new_title and doc.state == "closed"
     assert doc.labels == ["bug", "gpt-oss"]
     assert (doc.created_at, doc.updated_at, doc.closed_at) == (thread.created_at, thread.updated_at, thread.closed_at)
     assert "TRITON_ATTN" in doc.text and card.summary and card.summary in doc.text
@@ -433,7 +438,7 @@ def test_sigkill_mid_sync_loses_nothing_and_the_next_run_completes(
         {
             "GPTOSS_DOCTOR_GITHUB_API_URL": fake.base_url,
             "GPTOSS_DOCTOR_GITHUB_TOKEN": TOKEN,
-            "PYTHONPATH": str(REPO_ROOT),
+            "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
         }
     )
     child = subprocess.Popen(
@@ -444,7 +449,10 @@ def test_sigkill_mid_sync_loses_nothing_and_the_next_run_completes(
         stderr=subprocess.STDOUT,
     )
     try:
-        assert hold.started.wait(60), "the child never reached the held page"
+        if not hold.started.wait(60):
+            child.kill()
+            output = child.communicate(timeout=10)[0].decode(errors="replace")
+            pytest.fail(f"the child never reached the held page:\n{output[-3000:]}")
         time.sleep(0.2)  # it is blocked reading the response: nothing half-done on our side
         child.send_signal(signal.SIGKILL)
         child.wait(10)

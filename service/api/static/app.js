@@ -1,6 +1,6 @@
 // gptoss-doctor page: posts the pasted text to /lookup and renders the answer.
 // Every value from the response or the input goes into the DOM through textContent or
-// setAttribute (never innerHTML), and only http(s) URLs become links, so issue titles or pasted
+// setAttribute (never an HTML-parsing sink), and only http(s) URLs become links, so issue titles or pasted
 // logs cannot inject markup or script.
 "use strict";
 

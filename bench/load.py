@@ -1,0 +1,193 @@
+"""HTTP clients for the latency, throughput and load runs against a served app on loopback.
+
+Every run is bounded twice: by a request count and by a deadline. Latency is measured on the client
+(send to last byte of the response), so it includes HTTP and JSON on both sides, like a real caller.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+REQUEST_TIMEOUT = 60.0
+
+
+def percentile(values: Sequence[float], p: float) -> float | None:
+    """The p-th percentile (linear interpolation), or None for no values."""
+    if not values:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=np.float64), p))
+
+
+def summarize(latencies_ms: Sequence[float]) -> dict[str, Any]:
+    """n, p50, p90, p99, max and mean of latencies in milliseconds, rounded."""
+
+    def r(value: float | None) -> float | None:
+        return None if value is None else round(value, 2)
+
+    return {
+        "n": len(latencies_ms),
+        "p50_ms": r(percentile(latencies_ms, 50)),
+        "p90_ms": r(percentile(latencies_ms, 90)),
+        "p99_ms": r(percentile(latencies_ms, 99)),
+        "max_ms": r(max(latencies_ms) if latencies_ms else None),
+        "mean_ms": r(float(np.mean(latencies_ms)) if latencies_ms else None),
+    }
+
+
+@dataclass
+class Sample:
+    """One request: when it started (s since the run began), how long it took, what came back."""
+
+    start: float
+    ms: float
+    status: int
+    kind: str
+    error: str | None = None
+
+
+@dataclass
+class RunResult:
+    """Every request of one run."""
+
+    clients: int
+    seconds: float = 0.0
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Sample]:
+        return [s for s in self.samples if s.status != 200]
+
+    def report(self) -> dict[str, Any]:
+        """Latency summary overall and per request kind, throughput, and the errors by cause."""
+        ok = [s.ms for s in self.samples]
+        kinds = sorted({s.kind for s in self.samples})
+        causes = Counter(s.error or f"HTTP {s.status}" for s in self.errors)
+        return {
+            "clients": self.clients,
+            "seconds": round(self.seconds, 2),
+            "requests": len(self.samples),
+            "throughput_rps": round(len(self.samples) / self.seconds, 2) if self.seconds else None,
+            "errors": len(self.errors),
+            "error_causes": dict(causes.most_common(5)),
+            **summarize(ok),
+            "by_kind": {k: summarize([s.ms for s in self.samples if s.kind == k]) for k in kinds},
+        }
+
+
+def post_lookup(client: httpx.Client, text: str, kind: str, t0: float) -> Sample:
+    """POST /lookup once and time it; a transport error becomes a sample with status 0."""
+    start = time.perf_counter()
+    try:
+        response = client.post("/lookup", json={"error": text, "top_k": 5})
+        response.read()
+        status, error = response.status_code, None
+        if status != 200:
+            error = f"HTTP {status}: {response.text[:120]}"
+    except httpx.HTTPError as exc:
+        status, error = 0, f"{type(exc).__name__}: {str(exc)[:120]}"
+    end = time.perf_counter()
+    return Sample(start=start - t0, ms=(end - start) * 1000, status=status, kind=kind, error=error)
+
+
+def single_client(base_url: str, texts: Sequence[tuple[str, str]], *, deadline_s: float) -> RunResult:
+    """One client, each (kind, text) once, in order; stops early at the deadline."""
+    run = RunResult(clients=1)
+    t0 = time.perf_counter()
+    with httpx.Client(base_url=base_url, timeout=REQUEST_TIMEOUT) as client:
+        for kind, text in texts:
+            if time.perf_counter() - t0 > deadline_s:
+                break
+            run.samples.append(post_lookup(client, text, kind, t0))
+    run.seconds = time.perf_counter() - t0
+    return run
+
+
+def concurrent(
+    base_url: str,
+    texts: Sequence[tuple[str, str]],
+    *,
+    clients: int,
+    seconds: float,
+    max_requests: int,
+) -> RunResult:
+    """``clients`` threads take the next (kind, text) in turn (cycling) until the deadline or the count.
+
+    Threads, not asyncio: each client is blocking like most real callers, and the GIL is released
+    while a thread waits on its socket, which is nearly all of a client's time.
+    """
+    run = RunResult(clients=clients)
+    lock = threading.Lock()
+    counter = iter(range(max_requests))
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+
+    def worker() -> None:
+        with httpx.Client(base_url=base_url, timeout=REQUEST_TIMEOUT) as client:
+            while time.perf_counter() < deadline:
+                with lock:
+                    i = next(counter, None)
+                if i is None:
+                    return
+                kind, text = texts[i % len(texts)]
+                sample = post_lookup(client, text, kind, t0)
+                with lock:
+                    run.samples.append(sample)
+
+    threads = [threading.Thread(target=worker, name=f"client-{n}", daemon=True) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        # A request in flight at the deadline may take up to REQUEST_TIMEOUT to finish.
+        thread.join(seconds + REQUEST_TIMEOUT + 5)
+    run.seconds = time.perf_counter() - t0
+    return run
+
+
+_NOISE = [
+    "(APIServer pid={pid}) INFO {ts} [loggers.py:123] Engine 000: Avg prompt throughput: {a:.1f} tokens/s, "
+    "Avg generation throughput: {b:.1f} tokens/s, Running: {r} reqs, Waiting: 0 reqs, GPU KV cache usage: "
+    "{kv:.1f}%, Prefix cache hit rate: {hit:.1f}%",
+    '(APIServer pid={pid}) INFO:     127.0.0.1:{port} - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "(APIServer pid={pid}) INFO {ts} [logger.py:41] Received request chatcmpl-{rid}: prompt: '<|start|>user"
+    "<|message|>summarise the report<|end|>', params: SamplingParams(n=1, temperature=1.0, top_p=1.0, "
+    "max_tokens={r}00), prompt_token_ids: None, lora_request: None.",
+    "(APIServer pid={pid}) INFO {ts} [async_llm.py:273] Added request chatcmpl-{rid}.",
+    "(EngineCore_0 pid={pid}) DEBUG {ts} [core.py:769] EngineCore loop active, {r} running requests",
+]
+
+
+def big_log(error: str, *, size: int = 100_000, seed: int = 0) -> str:
+    """A ~``size``-byte vLLM server log of routine lines with ``error`` buried at about 70% of it."""
+    rng = random.Random(seed)
+    lines: list[str] = []
+    total = 0
+    insert_at: int | None = None
+    while total < size:
+        if insert_at is None and total >= size * 0.7:
+            insert_at = len(lines)
+            lines.extend(error.splitlines())
+            total += len(error) + 1
+            continue
+        line = rng.choice(_NOISE).format(
+            pid=48213,
+            ts=f"08-21 09:{rng.randrange(60):02d}:{rng.randrange(60):02d}",
+            a=rng.uniform(0, 900),
+            b=rng.uniform(0, 300),
+            r=rng.randrange(1, 40),
+            kv=rng.uniform(0, 60),
+            hit=rng.uniform(0, 90),
+            port=rng.randrange(30000, 60000),
+            rid=f"{rng.getrandbits(64):016x}",
+        )
+        lines.append(line)
+        total += len(line) + 1
+    return "\n".join(lines)

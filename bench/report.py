@@ -1,0 +1,323 @@
+"""Targets (issues 4, 5 and 7) checked against a bench run's results, and the markdown report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+EVAL_SETS = ("dev.jsonl", "dev-hard.jsonl")
+
+
+@dataclass
+class Target:
+    """One target: what it is, the bar, the measured value, and pass/fail (None: not measured)."""
+
+    name: str
+    bar: str
+    value: str
+    passed: bool | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "target": self.bar, "value": self.value, "pass": self.passed}
+
+
+def _get(data: dict[str, Any], *path: str) -> Any:
+    node: Any = data
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _fmt(value: Any, unit: str = "") -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3g}{unit}" if abs(value) < 10 else f"{value:.1f}{unit}"
+    return f"{value}{unit}"
+
+
+def _check(name: str, bar: str, value: Any, test: Callable[[Any], bool], unit: str = "") -> Target:
+    if value is None:
+        return Target(name, bar, "not measured", None)
+    return Target(name, bar, _fmt(value, unit), bool(test(value)))
+
+
+def targets(r: dict[str, Any]) -> list[Target]:
+    """Every target of issues 4, 5 and 7 that a bench run measures."""
+    out: list[Target] = []
+    single = _get(r, "latency", "single") or {}
+    naive = _get(r, "latency", "naive_encode") or {}
+    p50, p99, naive_p50 = single.get("p50_ms"), single.get("p99_ms"), naive.get("p50_ms")
+    ratio = p50 / naive_p50 if p50 and naive_p50 else None
+    out.append(_check("lookup p50 / naive encode p50", "<= 0.6", ratio, lambda v: v <= 0.6))
+    out.append(_check("lookup p99 / p50 (one client)", "<= 3", p99 / p50 if p99 and p50 else None, lambda v: v <= 3))
+    out.append(
+        _check("8 concurrent clients: errors", "0", _get(r, "latency", "concurrent", "errors"), lambda v: v == 0)
+    )
+    out.append(
+        _check(
+            "cold start to ready (built index)",
+            "<= 10 s",
+            _get(r, "cold_start", "lookup_ok_s"),
+            lambda v: v <= 10,
+            " s",
+        )
+    )
+    out.append(
+        _check(
+            "full index, fresh data dir (docs + bundled KB)",
+            "<= 60 s",
+            _get(r, "index", "fresh_s"),
+            lambda v: v <= 60,
+            " s",
+        )
+    )
+    out.append(
+        _check(
+            "idle GitHub re-sync (2 repos): requests", "<= 10", _get(r, "github", "idle_requests"), lambda v: v <= 10
+        )
+    )
+    for name in EVAL_SETS:
+        q = _get(r, "quality", name) or {}
+        pipe, bm25, dense = q.get("pipeline") or {}, q.get("bm25") or {}, q.get("dense") or {}
+        for metric, label in (("hit1", "hit@1"), ("mrr10", "MRR@10")):
+            mine = pipe.get(metric)
+            scores: list[float] = [b[metric] for b in (bm25, dense) if b.get(metric) is not None]
+            title = f"{name}: pipeline {label} beats both baselines"
+            if mine is None or len(scores) < 2:
+                out.append(Target(title, "> max(BM25, dense)", "not measured", None))
+            else:
+                best = max(scores)
+                out.append(Target(title, "> max(BM25, dense)", f"{mine:.3f} vs {best:.3f}", mine > best))
+    dev = _get(r, "quality", "dev.jsonl", "pipeline") or {}
+    hard = _get(r, "quality", "dev-hard.jsonl", "pipeline") or {}
+    out.append(_check("dev.jsonl hit@1", ">= 0.90", dev.get("hit1"), lambda v: v >= 0.90))
+    out.append(_check("dev.jsonl MRR@10", ">= 0.93", dev.get("mrr10"), lambda v: v >= 0.93))
+    out.append(_check("dev-hard.jsonl hit@5 (positives)", ">= 0.85", hard.get("hit5"), lambda v: v >= 0.85))
+    out.append(
+        _check(
+            "dev-hard.jsonl negatives without a high-confidence hit",
+            ">= 0.90",
+            hard.get("negatives_no_match"),
+            lambda v: v >= 0.90,
+        )
+    )
+    for name, m in (("dev.jsonl", dev), ("dev-hard.jsonl", hard)):
+        out.append(_check(f"{name} origin accuracy", ">= 0.9", m.get("origin_accuracy"), lambda v: v >= 0.9))
+    load = _get(r, "load") or {}
+    out.append(
+        _check(
+            "load run (8-32 clients, 100 KB logs, re-index): errors",
+            "0",
+            _get(load, "overall", "errors"),
+            lambda v: v == 0,
+        )
+    )
+    out.append(
+        _check("load run: a re-index completed during it", ">= 1", _get(load, "reindex", "completed"), lambda v: v >= 1)
+    )
+    flat = _get(load, "rss", "flat")
+    growth = _get(load, "rss", "growth_mb")
+    out.append(
+        Target(
+            "load run: service memory flat",
+            _get(load, "rss", "rule") or "end - start within bound",
+            "not measured" if growth is None else f"{growth:+.1f} MB",
+            flat,
+        )
+    )
+    return out
+
+
+def _row(cells: list[Any]) -> str:
+    return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows), ""]
+
+
+def _lat_row(label: str, rep: dict[str, Any] | None) -> list[Any]:
+    rep = rep or {}
+    return [
+        label,
+        rep.get("clients", 1),
+        rep.get("requests", rep.get("n")),
+        _fmt(rep.get("p50_ms")),
+        _fmt(rep.get("p90_ms")),
+        _fmt(rep.get("p99_ms")),
+        _fmt(rep.get("max_ms")),
+        _fmt(rep.get("throughput_rps")),
+        rep.get("errors", ""),
+    ]
+
+
+def markdown(r: dict[str, Any]) -> str:
+    """The whole run as markdown: targets, quality, latency, index and sync, load, machine, errors."""
+    lines = [f"# gptoss-doctor benchmark ({r.get('mode', 'full')} run, {r.get('started_at', '')})", ""]
+    lines += [f"Command: `{r.get('command', '')}`; took {_fmt(r.get('duration_s'), ' s')}.", ""]
+    m = r.get("machine") or {}
+    pk = m.get("packages") or {}
+    lines += ["## Machine", ""]
+    lines += [
+        f"{m.get('cpu')}, {m.get('cores')} cores, {m.get('ram_gib')} GiB RAM, {m.get('os')}; "
+        f"Python {m.get('python')}; " + ", ".join(f"{k} {v}" for k, v in pk.items() if v),
+        "",
+    ]
+    if r.get("embedder"):
+        lines += [f"Service embedder: `{r['embedder']}`.", ""]
+
+    lines += ["## Targets", ""]
+    lines += _table(
+        ["target", "bar", "measured", "result"],
+        [
+            [t["name"], t["target"], t["value"], {True: "pass", False: "FAIL", None: "n/a"}[t["pass"]]]
+            for t in r.get("targets", [])
+        ],
+    )
+
+    lines += ["## Retrieval quality", ""]
+    header = ["set", "system", "queries", "hit@1", "hit@5", "MRR@10", "negatives no-match", "origin", "advice"]
+    rows = []
+    for name in EVAL_SETS:
+        q = _get(r, "quality", name) or {}
+        for system in ("pipeline", "bm25", "dense"):
+            x = q.get(system)
+            if not x:
+                continue
+            rows.append(
+                [
+                    name,
+                    {"pipeline": "full pipeline", "bm25": "BM25 over cards", "dense": "dense only"}[system],
+                    x.get("n"),
+                    _fmt(x.get("hit1")),
+                    _fmt(x.get("hit5")),
+                    _fmt(x.get("mrr10")),
+                    _fmt(x.get("negatives_no_match")),
+                    _fmt(x.get("origin_accuracy")),
+                    _fmt(x.get("advice_hit")),
+                ]
+            )
+    lines += _table(header, rows)
+    lines += ["Baselines see no negatives' notion of confidence, origin or advice (n/a).", ""]
+
+    lines += ["## Latency of POST /lookup (served app, loopback)", ""]
+    lat = r.get("latency") or {}
+    naive = lat.get("naive_encode") or {}
+    lines += _table(
+        ["run", "clients", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms", "req/s", "errors"],
+        [
+            _lat_row("one client, distinct eval queries", lat.get("single")),
+            _lat_row("8 concurrent clients", lat.get("concurrent")),
+            [
+                "naive encode (SentenceTransformer.encode([q]), torch)",
+                1,
+                naive.get("n"),
+                _fmt(naive.get("p50_ms")),
+                _fmt(naive.get("p90_ms")),
+                _fmt(naive.get("p99_ms")),
+                _fmt(naive.get("max_ms")),
+                "",
+                "",
+            ],
+            [
+                "in-process LookupEngine.lookup (no HTTP)",
+                1,
+                _get(lat, "in_process", "n"),
+                _fmt(_get(lat, "in_process", "p50_ms")),
+                _fmt(_get(lat, "in_process", "p90_ms")),
+                _fmt(_get(lat, "in_process", "p99_ms")),
+                _fmt(_get(lat, "in_process", "max_ms")),
+                "",
+                "",
+            ],
+        ],
+    )
+    by_kind = _get(lat, "single", "by_kind") or {}
+    if by_kind:
+        lines += _table(
+            ["one client, by input", "n", "p50 ms", "p99 ms"],
+            [[k, v.get("n"), _fmt(v.get("p50_ms")), _fmt(v.get("p99_ms"))] for k, v in by_kind.items()],
+        )
+
+    lines += ["## Index, sync, start-up, memory", ""]
+    idx, gh, cold = r.get("index") or {}, r.get("github") or {}, r.get("cold_start") or {}
+    lines += _table(
+        ["measure", "value"],
+        [
+            [
+                "full index, fresh data dir (docs + bundled KB, incl. one-time ONNX export)",
+                _fmt(idx.get("fresh_s"), " s"),
+            ],
+            ["full rebuild (`index --full`, model cached)", _fmt(idx.get("rebuild_s"), " s")],
+            ["index summary", idx.get("summary", "")],
+            [
+                "first GitHub sync (fake, 2 repos): requests / time",
+                f"{_fmt(gh.get('first_requests'))} / {_fmt(gh.get('first_s'), ' s')}",
+            ],
+            [
+                "idle GitHub re-sync: requests / time",
+                f"{_fmt(gh.get('idle_requests'))} / {_fmt(gh.get('idle_s'), ' s')}",
+            ],
+            ["cold start: /health ok", _fmt(cold.get("health_ok_s"), " s")],
+            ["cold start: first /lookup 200", _fmt(cold.get("lookup_ok_s"), " s")],
+            ["restart (warm page cache): first /lookup 200", _fmt(cold.get("restart_lookup_ok_s"), " s")],
+            ["service peak RSS (VmHWM, whole run)", _fmt(_get(r, "service_memory", "peak_mb"), " MB")],
+        ],
+    )
+
+    load = r.get("load") or {}
+    if load:
+        lines += ["## Load run (mixed short errors and ~100 KB logs, during a re-index)", ""]
+        rows = [_lat_row(f"{p.get('clients')} clients", p) for p in load.get("phases", [])]
+        rows.append(_lat_row("all phases", load.get("overall")))
+        lines += _table(
+            ["phase", "clients", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms", "req/s", "errors"], rows
+        )
+        kinds = _get(load, "overall", "by_kind") or {}
+        if kinds:
+            lines += _table(
+                ["input", "n", "p50 ms", "p99 ms"],
+                [[k, v.get("n"), _fmt(v.get("p50_ms")), _fmt(v.get("p99_ms"))] for k, v in kinds.items()],
+            )
+        rx, rss = load.get("reindex") or {}, load.get("rss") or {}
+        lines += _table(
+            ["measure", "value"],
+            [
+                ["re-index via", rx.get("via")],
+                [
+                    "re-index runs completed during the load / their seconds",
+                    f"{rx.get('completed')} / {rx.get('seconds')}",
+                ],
+                ["index generation before -> after", f"{rx.get('generation_before')} -> {rx.get('generation_after')}"],
+                [
+                    "service RSS start / end / max",
+                    f"{_fmt(rss.get('start_mb'))} / {_fmt(rss.get('end_mb'))} / "
+                    f"{_fmt(rss.get('max_mb'))} MB ({rss.get('samples')} samples)",
+                ],
+                ["service RSS after the run settled", _fmt(rss.get("after_mb"), " MB")],
+            ],
+        )
+
+    if r.get("fuzz"):
+        lines += ["## Fuzzing", "", "```", str(r["fuzz"]), "```", ""]
+    prof = r.get("profile") or {}
+    if prof.get("stages"):
+        lines += ["## Where a lookup spends its time (in-process, p50 over the eval queries)", ""]
+        lines += _table(
+            ["stage", "p50 ms", "p99 ms"],
+            [[k, _fmt(v.get("p50_ms")), _fmt(v.get("p99_ms"))] for k, v in prof["stages"].items()],
+        )
+    if prof.get("top"):
+        lines += ["Top functions by cumulative time (cProfile, all eval queries; full listing in `profile.txt`):", ""]
+        lines += _table(
+            ["function", "calls", "cumulative s", "own s"],
+            [[t["function"], t["calls"], t["cumulative_s"], t["own_s"]] for t in prof["top"][:15]],
+        )
+    if r.get("errors"):
+        lines += ["## Phase errors", ""]
+        lines += [f"- **{k}**: `{v}`" for k, v in r["errors"].items()] + [""]
+    return "\n".join(lines)

@@ -1,0 +1,167 @@
+"""One bench run: quality, latency, index, sync, start-up, memory and load, on this machine.
+
+    .venv/bin/python -m bench.run                 # full run (~5 min on 2 cores)
+    .venv/bin/python -m bench.run --quick         # a few queries, short load run (a smoke test)
+
+Writes ``bench/results/latest.md`` and ``latest.json`` (``--out`` to change the folder) and a cProfile
+listing ``profile.txt``. Every phase runs even when an earlier one failed; a failure is recorded in the
+report under "Phase errors" and its targets read "not measured".
+
+Phases, in order (each in a fresh temp data dir, nothing outside it is written):
+1. ``gptoss-doctor index`` into an empty data dir (timed: the full index), then ``index --full``.
+2. Idle GitHub re-sync: a copy of that data dir synced twice against the local fake GitHub
+   (``tests/github_fake.py``); the second sync's request count is the idle cost.
+3. Quality: the full pipeline through ``LookupEngine`` on the built index, BM25 and dense baselines,
+   on ``dev.jsonl`` and ``dev-hard.jsonl`` (``GPTOSS_DOCTOR_EVAL_DIR``, default ``../shared/eval``);
+   then a stage breakdown and a cProfile of in-process lookups.
+4. The naive embedding step, ``SentenceTransformer(bundled).encode([q])``, over the same texts.
+5. ``gptoss-doctor serve`` on a free 127.0.0.1 port: cold start, one client over distinct queries,
+   8 concurrent clients, then the load run (8, 16, 32 clients; short errors and ~100 KB logs) while a
+   re-index runs, RSS sampled throughout; ``--fuzz-cases N`` hands the live URL to ``bench/fuzz.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import machine, phases, served
+from bench.report import markdown, targets
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="Few queries and short runs: a smoke test.")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="At most this many queries per eval set (default all; --quick: 12)."
+    )
+    parser.add_argument(
+        "--load-seconds",
+        type=float,
+        default=None,
+        help="Length of the load run, split over 8/16/32 clients (default 60; --quick: 6).",
+    )
+    parser.add_argument(
+        "--fuzz-cases", type=int, default=0, help="Schemathesis cases against the served app (bench/fuzz.py; 0 skips)."
+    )
+    parser.add_argument(
+        "--reindex-via",
+        choices=("auto", "cli", "admin"),
+        default="auto",
+        help="How the load run re-indexes: `gptoss-doctor index` beside the server, the admin "
+        "endpoint, or auto (the CLI when the store lock allows it, else the endpoint).",
+    )
+    parser.add_argument("--no-profile", action="store_true", help="Skip the cProfile of in-process lookups.")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="Folder for latest.md/latest.json.")
+    parser.add_argument("--keep", action="store_true", help="Keep the temp data dirs (their path is printed).")
+    args = parser.parse_args(argv)
+    if args.limit is None and args.quick:
+        args.limit = 12
+    if args.load_seconds is None:
+        args.load_seconds = 6.0 if args.quick else 60.0
+    return args
+
+
+class Run:
+    """The results being gathered and the phase errors, with a phase wrapper that never raises."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, Any] = {}
+        self.errors: dict[str, str] = {}
+
+    @contextlib.contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+        try:
+            yield
+        except Exception as exc:  # recorded in the report; the next phase still runs
+            self.errors[name] = f"{type(exc).__name__}: {str(exc)[:400]}"
+            print(f"[bench] {name} FAILED: {self.errors[name]}", file=sys.stderr, flush=True)
+            traceback.print_exc(file=sys.stderr)
+        print(f"[bench] {name} done in {time.perf_counter() - started:.1f}s", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    for key, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+        os.environ.setdefault(key, value)
+    t0 = time.perf_counter()
+    run = Run()
+    r = run.results
+    r["started_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    r["mode"] = "quick" if args.quick else "full"
+    r["command"] = shlex.join(["python", "-m", "bench.run", *(argv if argv is not None else sys.argv[1:])])
+    r["machine"] = machine.describe()
+    root = Path(tempfile.mkdtemp(prefix="gptoss-doctor-bench-"))
+    data_dir = root / "data"
+    args.out.mkdir(parents=True, exist_ok=True)
+    texts: list[tuple[str, str]] = []
+    try:
+        with run.phase("index"):
+            r["index"] = phases.index(data_dir)
+        with run.phase("github"), phases.fake_github() as fake:
+            r["github"] = phases.github_resync(data_dir, root / "github-data", fake)
+        with run.phase("quality"):
+            quality, texts, engine_report = phases.quality(
+                data_dir, limit=args.limit, profile_to=None if args.no_profile else args.out
+            )
+            r["quality"] = quality
+            r["embedder"] = engine_report.pop("embedder", None)
+            r.setdefault("latency", {})["in_process"] = engine_report.pop("in_process", None)
+            r["profile"] = engine_report
+        if not texts:  # quality failed: still time the service on the raw eval texts
+            texts = phases.eval_texts(limit=args.limit)
+        with run.phase("naive-encode"):
+            r.setdefault("latency", {})["naive_encode"] = phases.naive_encode([t for _, t in texts])
+        with run.phase("serve"), phases.fake_github() as fake:
+            result = served.served(
+                data_dir,
+                texts,
+                fake,
+                load_seconds=args.load_seconds,
+                quick=args.quick,
+                reindex_via=args.reindex_via,
+                fuzz_cases=args.fuzz_cases,
+                on_error=run.errors.__setitem__,
+            )
+            for key in ("cold_start", "load", "service_memory", "fuzz"):
+                if key in result:
+                    r[key] = result[key]
+            r.setdefault("latency", {}).update(result.get("latency", {}))
+    finally:
+        if args.keep:
+            print(f"[bench] data kept in {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    r["duration_s"] = round(time.perf_counter() - t0, 1)
+    r["targets"] = [t.as_dict() for t in targets(r)]
+    r["errors"] = run.errors
+    (args.out / "latest.json").write_text(json.dumps(r, indent=1, default=str) + "\n")
+    (args.out / "latest.md").write_text(markdown(r) + "\n")
+    print(markdown(r))
+    failed: Callable[[dict[str, Any]], bool] = lambda t: t["pass"] is False  # noqa: E731
+    print(
+        f"[bench] wrote {args.out / 'latest.md'}; {sum(map(failed, r['targets']))} target(s) missed, "
+        f"{len(run.errors)} phase error(s)",
+        file=sys.stderr,
+    )
+    return 1 if run.errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,226 @@
+"""The served phases: cold start, latency, throughput, the load run during a re-index, fuzzing hook.
+
+All against a real ``gptoss-doctor serve`` process on 127.0.0.1 with the data dir the index phase built.
+"""
+
+from __future__ import annotations
+
+import importlib
+import secrets
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.load import RunResult, big_log, concurrent, single_client
+from bench.procs import RssSampler, Server, child_env, run_cli
+
+READY_TIMEOUT = 180.0
+PROBE = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+WARMUP = [
+    "KeyError: 'tool_calls'",
+    "ValueError: No tool call parser registered for openai",
+    "RuntimeError: CUDA error: an illegal memory access was encountered",
+]
+LOAD_LEVELS = (8, 16, 32)
+BIG_EVERY = 4
+"""One request in this many of the load run is a ~100 KB log."""
+MAX_REINDEX_RUNS = 5
+FLAT_REL, FLAT_ABS_MB = 0.10, 50.0
+"""Memory counts as flat when end RSS - start RSS <= max(10% of start, 50 MB)."""
+
+
+def served(
+    data_dir: Path,
+    texts: Sequence[tuple[str, str]],
+    fake: Any,
+    *,
+    load_seconds: float,
+    quick: bool,
+    reindex_via: str,
+    fuzz_cases: int,
+    on_error: Callable[[str, str], None],
+) -> dict[str, Any]:
+    """Start the server twice (cold start, restart), then latency, throughput, fuzz and load runs."""
+    token = secrets.token_urlsafe(16)
+    env = {"GPTOSS_DOCTOR_ADMIN_TOKEN": token, "GPTOSS_DOCTOR_GITHUB_API_URL": fake.base_url}
+    out: dict[str, Any] = {"latency": {}}
+    first = Server(data_dir, env).start()
+    try:
+        marks = first.wait_ready(PROBE, timeout=READY_TIMEOUT)
+    finally:
+        first.stop()
+    server = Server(data_dir, env).start()
+    try:
+        again = server.wait_ready(PROBE, timeout=READY_TIMEOUT)
+        out["cold_start"] = {
+            **{k: round(v, 2) for k, v in marks.items()},
+            "restart_health_ok_s": round(again["health_ok"], 2),
+            "restart_lookup_ok_s": round(again["lookup_ok"], 2),
+        }
+        out["cold_start"]["lookup_ok_s"] = out["cold_start"].pop("lookup_ok")
+        out["cold_start"]["health_ok_s"] = out["cold_start"].pop("health_ok")
+        single_client(server.url, [("warmup", w) for w in WARMUP], deadline_s=60)
+        out["latency"]["single"] = single_client(server.url, texts, deadline_s=300).report()
+        out["latency"]["concurrent"] = concurrent(
+            server.url, texts, clients=8, seconds=20 if quick else 60, max_requests=len(texts) * (1 if quick else 3)
+        ).report()
+        out["memory_before_load"] = server.memory()
+        if fuzz_cases > 0:
+            out["fuzz"] = _fuzz(server.url, fuzz_cases, on_error)
+        try:
+            out["load"] = load_run(server, texts, env, token, seconds=load_seconds, via=reindex_via)
+        except Exception as exc:  # the memory figure below is still worth having
+            on_error("load", f"{type(exc).__name__}: {str(exc)[:400]}")
+        out["service_memory"] = server.memory()
+    finally:
+        code = server.stop()
+        out.setdefault("service_memory", {})
+        if out["service_memory"] is not None:
+            out["service_memory"]["exit_code"] = code
+    return out
+
+
+def _fuzz(url: str, cases: int, on_error: Callable[[str, str], None]) -> dict[str, Any]:
+    """Hand the live server to ``bench/fuzz.py`` (the reliability engineer's), when it exists."""
+    try:
+        fuzz = importlib.import_module("bench.fuzz")
+    except ImportError:
+        return {"skipped": "bench/fuzz.py is not there yet"}
+    try:
+        result: dict[str, Any] = fuzz.run(url, cases)
+        return result
+    except Exception as exc:
+        on_error("fuzz", f"{type(exc).__name__}: {str(exc)[:400]}")
+        return {"error": str(exc)[:400]}
+
+
+def load_mix(texts: Sequence[tuple[str, str]], n: int = 64) -> list[tuple[str, str]]:
+    """Short eval errors with every ``BIG_EVERY``-th request a distinct ~100 KB log around one of them."""
+    short = [t for kind, t in texts if kind == "short"] or [t for _, t in texts]
+    bigs = [big_log(short[i % len(short)], seed=i) for i in range(8)]
+    mix = []
+    for i in range(n):
+        if i % BIG_EVERY == BIG_EVERY - 1:
+            mix.append(("100KB log", bigs[(i // BIG_EVERY) % len(bigs)]))
+        else:
+            mix.append(("short error", short[i % len(short)]))
+    return mix
+
+
+class Reindexer:
+    """Keeps a re-index running during the load run: the CLI beside the server, or the admin endpoint."""
+
+    def __init__(self, server: Server, env: dict[str, str], token: str, via: str, until: float) -> None:
+        self.server, self.env, self.token, self.via, self.until = server, env, token, via, until
+        self.runs: list[dict[str, Any]] = []
+        self.thread = threading.Thread(target=self._loop, name="reindexer", daemon=True)
+
+    def _status(self, client: httpx.Client) -> dict[str, Any]:
+        data: dict[str, Any] = client.get("/v1/index/status").json()
+        return data
+
+    def _cli(self) -> dict[str, Any]:
+        run = run_cli(["index", "--full"], child_env(self.server.data_dir, self.env), timeout=600)
+        return {"ok": run.ok, "seconds": round(run.seconds, 2), "detail": run.tail(2)}
+
+    def _admin(self, client: httpx.Client) -> dict[str, Any]:
+        before = self._status(client).get("last_run")
+        started = time.perf_counter()
+        response = client.post("/v1/index/rebuild", headers={"Authorization": f"Bearer {self.token}"})
+        if response.status_code != 202:
+            return {"ok": False, "seconds": 0.0, "detail": f"HTTP {response.status_code}: {response.text[:200]}"}
+        deadline = max(self.until, time.perf_counter()) + 300
+        while time.perf_counter() < deadline:
+            time.sleep(0.5)
+            status = self._status(client)
+            last = status.get("last_run")
+            if last and last != before and not (status.get("scheduler") or {}).get("running"):
+                return {
+                    "ok": bool(last.get("ok")),
+                    "seconds": round(time.perf_counter() - started, 2),
+                    "detail": last.get("summary") or last.get("error"),
+                }
+        return {"ok": False, "seconds": round(time.perf_counter() - started, 2), "detail": "did not finish in time"}
+
+    def _loop(self) -> None:
+        with httpx.Client(base_url=self.server.url, timeout=30) as client:
+            if self.via in ("auto", "cli"):
+                first = self._cli()
+                locked = not first["ok"] and "held by" in str(first["detail"])
+                if self.via == "cli" or not locked:
+                    self.via = "cli (`gptoss-doctor index --full` beside the server)"
+                    self.runs.append(first)
+                else:
+                    self.via = "admin endpoint (the CLI is refused while serve holds the store lock)"
+            else:
+                self.via = "admin endpoint"
+            while time.perf_counter() < self.until and len(self.runs) < MAX_REINDEX_RUNS:
+                self.runs.append(self._cli() if self.via.startswith("cli") else self._admin(client))
+
+    def report(self) -> dict[str, Any]:
+        done = [r for r in self.runs if r["ok"]]
+        return {
+            "via": self.via,
+            "runs": self.runs,
+            "completed": len(done),
+            "seconds": [r["seconds"] for r in self.runs],
+        }
+
+
+def load_run(
+    server: Server, texts: Sequence[tuple[str, str]], env: dict[str, str], token: str, *, seconds: float, via: str
+) -> dict[str, Any]:
+    """8, 16, then 32 clients for ``seconds`` in all over the mixed inputs while a re-index runs."""
+    mix = load_mix(texts)
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        generation_before = client.get("/v1/index/status").json().get("generation")
+    phase_s = seconds / len(LOAD_LEVELS)
+    reindexer = Reindexer(server, env, token, via, until=time.perf_counter() + seconds)
+    phases: list[RunResult] = []
+    with RssSampler(server.pid) as sampler:
+        reindexer.thread.start()
+        for clients in LOAD_LEVELS:
+            phases.append(concurrent(server.url, mix, clients=clients, seconds=phase_s, max_requests=100_000))
+        reindexer.thread.join(600)  # let the last re-index finish so the server is not stopped mid-write
+        time.sleep(2)
+    with httpx.Client(base_url=server.url, timeout=30) as client:
+        generation_after = client.get("/v1/index/status").json().get("generation")
+    overall = RunResult(
+        clients=max(LOAD_LEVELS), seconds=sum(p.seconds for p in phases), samples=[s for p in phases for s in p.samples]
+    )
+    return {
+        "seconds": seconds,
+        "phases": [p.report() for p in phases],
+        "overall": {**overall.report(), "clients": f"{min(LOAD_LEVELS)}-{max(LOAD_LEVELS)}"},
+        "reindex": {**reindexer.report(), "generation_before": generation_before, "generation_after": generation_after},
+        "rss": rss_report(sampler.samples, load_end=overall.seconds, after=server.memory()),
+    }
+
+
+def rss_report(
+    samples: list[tuple[float, float]], *, load_end: float, after: dict[str, float] | None
+) -> dict[str, Any]:
+    """Start (median of the first 10% of the load), end (median of its last 10%), max, growth, flat."""
+    during = [(t, v) for t, v in samples if t <= load_end] or samples
+    if not during:
+        return {"samples": 0}
+    window = max(1, len(during) // 10)
+    start = statistics.median(v for _, v in during[:window])
+    end = statistics.median(v for _, v in during[-window:])
+    growth = end - start
+    return {
+        "samples": len(during),
+        "start_mb": round(start, 1),
+        "end_mb": round(end, 1),
+        "max_mb": round(max(v for _, v in during), 1),
+        "after_mb": (after or {}).get("rss_mb"),
+        "growth_mb": round(growth, 1),
+        "rule": f"end - start <= max({FLAT_REL:.0%} of start, {FLAT_ABS_MB:g} MB)",
+        "flat": growth <= max(FLAT_REL * start, FLAT_ABS_MB),
+        "series": [[t, v] for t, v in samples[:: max(1, len(samples) // 120)]],
+    }
