@@ -212,6 +212,7 @@ def profile_lookups(engine: Any, texts: Sequence[str], profile_to: Path | None) 
         stats = pstats.Stats(profiler, stream=stream).strip_dirs().sort_stats("cumulative")
         stats.print_stats(60)
         stats.sort_stats("tottime").print_stats(40)
+        profile_to.mkdir(parents=True, exist_ok=True)
         (profile_to / "profile.txt").write_text(stream.getvalue())
         rows = []
         raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]

@@ -222,7 +222,7 @@ def _export_onnx(torch_embedder: TorchEmbedder, target: Path) -> None:
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    auto_model = torch_embedder.model[0].auto_model
+    auto_model: torch.nn.Module = torch_embedder.model[0].auto_model  # type: ignore[assignment]
     auto_model.eval()
 
     class _Hidden(torch.nn.Module):

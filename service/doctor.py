@@ -95,9 +95,7 @@ def check_data_dir(settings: Settings) -> Check:
         )
     if not os.access(probe, os.W_OK | os.X_OK):
         where = "is not writable" if probe == path else f"cannot be created ({probe} is not writable)"
-        return Check(
-            "data dir", "fail", f"{path} {where}", fix="set GPTOSS_DOCTOR_DATA_DIR to a writable folder"
-        )
+        return Check("data dir", "fail", f"{path} {where}", fix="set GPTOSS_DOCTOR_DATA_DIR to a writable folder")
     state = "exists" if path.exists() else "will be created on first use"
     return Check("data dir", "ok", f"{path} ({state})", facts={"path": str(path)})
 
@@ -143,9 +141,7 @@ def check_vocab(settings: Settings, *, fix: bool = False) -> Check:
         )
     texts = [t.text for t in decoded]
     if texts != ["<|start|>", "comment"]:
-        return Check(
-            "harmony vocab", "fail", f"openai-harmony decodes 200006, 12606 as {texts!r}", fix=repair
-        )
+        return Check("harmony vocab", "fail", f"openai-harmony decodes 200006, 12606 as {texts!r}", fix=repair)
     repaired = " (rebuilt now)" if problem is not None else ""
     return Check(
         "harmony vocab",
@@ -260,18 +256,13 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
         return [Check("index", "skip", "skipped: the store is opened with the embedding model, which failed")]
     if settings.chroma_url is None and not settings.chroma_dir.is_dir():
         return [Check("index", "fail", f"no index at {settings.chroma_dir}", fix=rebuild)]
-    from indexer.store import Store
-
     from indexer.sources.cards import bundled_cards, snapshot_meta
+    from indexer.store import Store
 
     try:
         store = Store.open(settings, ctx.embedder, read_only=True)
     except Exception as exc:
-        return [
-            Check(
-                "index", "fail", f"cannot open the index: {type(exc).__name__}: {str(exc)[:300]}", fix=rebuild
-            )
-        ]
+        return [Check("index", "fail", f"cannot open the index: {type(exc).__name__}: {str(exc)[:300]}", fix=rebuild)]
     try:
         status = store.status()
         documents = int(status.get("documents") or 0)
@@ -290,6 +281,19 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
             facts=facts,
         )
     ]
+
+    indexed_with = str(status.get("embedder") or "")
+    family = ctx.embedder.name.split("/", 1)[0]
+    if indexed_with and indexed_with.split("/", 1)[0] != family:
+        checks.append(
+            Check(
+                "index embedder",
+                "fail",
+                f"the index was embedded with {indexed_with}, but this setup embeds queries with "
+                f"{ctx.embedder.name}: dense search would compare unrelated vectors",
+                fix="run `gptoss-doctor index --full` (or restore the model the index was built with)",
+            )
+        )
 
     missing = [card.id for card in bundled_cards() if card.id not in ids]
     newest = _newest_doc(settings.docs_dir)
@@ -352,11 +356,11 @@ def check_docs(settings: Settings) -> Check:
     return Check("reference docs", "ok", f"{len(REFERENCE_DOCS)} reference docs under {folder}")
 
 
-def _build(settings: Settings, embedder: Embedder | None) -> Check:
+def _build(settings: Settings, embedder: Embedder | None, *, full: bool = False) -> Check:
     from indexer.build import build_index
 
     try:
-        summary = build_index(settings, embedder=embedder, github=False, progress=False)
+        summary = build_index(settings, embedder=embedder, github=False, full=full, progress=False)
     except Exception as exc:
         return Check(
             "index build",
@@ -380,11 +384,9 @@ def run_checks(
     checks.append(check_embedder(settings, ctx, embedder_loader))
     checks.append(check_chroma(settings, ctx))
     index_checks = check_index(settings, ctx, now=now)
-    needs_build = any(
-        c.name in ("index", "index freshness") and c.status in ("fail", "warn") for c in index_checks
-    )
-    if fix and needs_build and ctx.chroma_ok and ctx.embedder is not None:
-        checks.append(_build(settings, ctx.embedder))
+    bad = {c.name for c in index_checks if c.status in ("fail", "warn")}
+    if fix and bad & {"index", "index embedder", "index freshness"} and ctx.chroma_ok and ctx.embedder is not None:
+        checks.append(_build(settings, ctx.embedder, full="index embedder" in bad))
         index_checks = check_index(settings, ctx, now=now)
     checks.extend(index_checks)
     return Report(checks)
@@ -392,9 +394,7 @@ def run_checks(
 
 def config_failure(detail: str) -> Report:
     """The report when the settings themselves do not load."""
-    return Report(
-        [Check("config", "fail", detail, fix="fix or unset the GPTOSS_DOCTOR_* variable named above")]
-    )
+    return Report([Check("config", "fail", detail, fix="fix or unset the GPTOSS_DOCTOR_* variable named above")])
 
 
 def summary_line(report: Report, *, strict: bool = False) -> str:

@@ -59,9 +59,7 @@ When it says no_confident_match, say so rather than guessing. Use decode_harmony
 ids, get_issue for the details of one issue, list_known_issues to browse, and read the reference docs
 for background."""
 
-_GITHUB_THREAD_URL = re.compile(
-    r"^https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$"
-)
+_GITHUB_THREAD_URL = re.compile(r"^https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$")
 
 
 class Backend(Protocol):

@@ -118,6 +118,7 @@ class FakeGitHub:
         self.lock = threading.RLock()
         self.clock = datetime(2025, 8, 5, tzinfo=UTC)
         self._comment_ids = 1000
+        self.search_cap = 1000  # GitHub's search API returns at most this many results
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -486,7 +487,7 @@ class _Handler(BaseHTTPRequestHandler):
             if key in {"updated", "created", "comments"}:
                 descending = query.get("order", "desc") == "desc"
                 found.sort(key=lambda t: (_sort_key(t, key), t.number), reverse=descending)
-            items, headers = self._paginate(path, query, page, found)
+            items, headers = self._paginate(path, query, page, found[: fake.search_cap])
             body = {
                 "total_count": len(found),
                 "incomplete_results": False,

@@ -291,10 +291,23 @@ def _search_query(repo: str, keywords: Sequence[str], since: datetime | None) ->
 Item = tuple[datetime, Any, dict[str, Any]]
 
 
-def _listing(pages: Any) -> Iterator[Item]:
+TRUNCATED: dict[str, Any] = {"truncated": True}
+"""Payload of the marker a search listing yields after its last item when GitHub cut the results short."""
+
+
+def _listing(pages: Any, *, search: bool = False) -> Iterator[Item]:
+    last = _EPOCH
+    seen = 0
     for obj in pages:
         payload = _raw(obj)
-        yield parse_time(payload.get("updated_at")) or _EPOCH, obj, payload
+        last = parse_time(payload.get("updated_at")) or _EPOCH
+        seen += 1
+        yield last, obj, payload
+    # The search API returns at most 1,000 results (and flags timeouts as incomplete): threads after
+    # the last one returned are unknown, so the run must not move the watermark past it. totalCount
+    # is known from the pages already fetched: reading it costs no request.
+    if search and seen and (seen < (pages.totalCount or 0) or pages.incomplete_results):
+        yield last, None, TRUNCATED
 
 
 def _streams(gh: Github, repo: str, settings: Settings, since: datetime | None) -> list[Iterator[Item]]:
@@ -308,7 +321,7 @@ def _streams(gh: Github, repo: str, settings: Settings, since: datetime | None) 
     streams = [_listing(repository.get_issues(labels=[label], **base)) for label in settings.github_labels]
     if settings.github_keywords:
         query = _search_query(repo, settings.github_keywords, since)
-        streams.append(_listing(gh.search_issues(query, sort="updated", order="asc")))
+        streams.append(_listing(gh.search_issues(query, sort="updated", order="asc"), search=True))
     return streams
 
 
@@ -388,6 +401,13 @@ class _RepoSync:
             streams = _streams(gh, self.repo, settings, self.stored_watermark)
             merged = heapq.merge(*streams, key=lambda item: item[0])
             for updated, obj, payload in merged:
+                if payload is TRUNCATED:
+                    logger.warning(
+                        "GitHub search results for %s end at %s (result cap); the next run continues there",
+                        self.repo,
+                        updated,
+                    )
+                    break
                 number = int(payload["number"])
                 if number in seen and seen[number] >= updated:
                     self._advance(updated)

@@ -36,9 +36,7 @@ def mcp(log_level: str) -> None:
     from service.mcp_server import stdio_server
 
     # stderr only: stdout is the JSON-RPC channel.
-    logging.basicConfig(
-        stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(stream=sys.stderr, level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     try:
         settings = load_settings()
     except ConfigError as exc:

@@ -475,3 +475,18 @@ def test_sigkill_mid_sync_loses_nothing_and_the_next_run_completes(
         assert_complete(store, fake, settings)
         after = without_fix_links(store.documents())
         assert {i: after[i] for i in survived} == survived
+
+
+def test_search_result_cap_never_lets_the_watermark_skip_threads(
+    fake: FakeGitHub, settings: Settings, store: Store, sleeps: list[float]
+) -> None:
+    fake.search_cap = 7  # GitHub's is 1,000; the label listing runs on past the cut-off
+    runs = 0
+    while runs < 15:
+        runs += 1
+        run(settings, store, sleeps)
+        assert_watermarks_cover_committed(store, fake, settings)
+        if all(store.get(i) is not None for i in selected(fake, settings)):
+            break
+    assert runs > 1  # the cap made the first run stop early
+    assert_complete(store, fake, settings)

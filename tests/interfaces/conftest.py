@@ -47,6 +47,7 @@ except ImportError:  # TEMPORARY until tests/fakes.py lands: the same idea, toke
             norms = np.linalg.norm(out, axis=1, keepdims=True)
             return out / np.where(norms == 0, 1, norms)
 
+
 SECTION = Document(
     id="reference/known-issues.md#unexpected-token-while-expecting-start-token",
     kind="reference-section",
@@ -208,11 +209,37 @@ def built_index(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     return settings
 
 
-def share_caches(source: Settings, target_data_dir: Path, *, vocab: bool = True) -> None:
-    """Give a fresh data dir the session's ONNX export (and vocab) so a test does not redo them."""
+def share_caches(source: Settings, target_data_dir: Path, *, vocab: bool = True, index: bool = False) -> None:
+    """Give a fresh data dir the session's ONNX export (and vocab, and a copy of the index).
+
+    The export is linked (read-only use), the vocab and the index are copied (a test may break them).
+    """
     target_data_dir.mkdir(parents=True, exist_ok=True)
     models = target_data_dir / "models"
     if source.model_cache_dir.is_dir() and not models.exists():
         models.symlink_to(source.model_cache_dir, target_is_directory=True)
     if vocab and source.vocab_dir.is_dir():
         shutil.copytree(source.vocab_dir, target_data_dir / "harmony-vocab", dirs_exist_ok=True)
+    if index:
+        shutil.copytree(source.chroma_dir, target_data_dir / "chroma")
+
+
+@pytest.fixture
+def caches(built_index: Settings) -> Callable[..., None]:
+    """``caches(data_dir, vocab=True, index=False)``: :func:`share_caches` from the session's index."""
+    return lambda target, **kwargs: share_caches(built_index, target, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def real_app(built_index: Settings) -> Iterator[LiveApp]:
+    """The real app on the real built index (real model, Chroma, Harmony), served once per session."""
+    from service.app import create_app
+
+    app = create_app(built_index)
+    gen = serve_app(app)
+    url = next(gen)
+    try:
+        wait_until(lambda: app.state.runtime.state == "ready", timeout=180, what="real engine ready")
+        yield LiveApp(url, app)
+    finally:
+        next(gen, None)

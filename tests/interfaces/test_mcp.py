@@ -15,6 +15,8 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.types import TextResourceContents
+from pydantic import SecretStr
 
 from indexer.sources.cards import card_documents
 from service.config import PROJECT_ROOT, Settings
@@ -164,6 +166,7 @@ def test_reference_docs_are_resources(fast_engine: LookupEngine, tmp_path: Path)
             texts = {}
             for resource in listed:
                 contents = (await client.read_resource(str(resource.uri))).contents
+                assert isinstance(contents[0], TextResourceContents)
                 texts[str(resource.uri)] = contents[0].text
             return listed, texts
 
@@ -224,7 +227,7 @@ def test_mcp_over_http_in_the_running_app(live_app: Any) -> None:
 
 @pytest.mark.slow
 def test_mcp_over_http_requires_the_read_token_when_set(make_live_app: Any, _hermetic_env: Path) -> None:
-    app = make_live_app(Settings(data_dir=_hermetic_env, read_token="s3cret"))
+    app = make_live_app(Settings(data_dir=_hermetic_env, read_token=SecretStr("s3cret")))
     denied = httpx2.post(f"{app.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, timeout=10)
     assert denied.status_code == 401
     assert denied.headers["content-type"].startswith("application/problem+json")
@@ -296,8 +299,10 @@ def test_mcp_over_stdio_with_the_real_index(built_index: Settings) -> None:
     assert not lookup.is_error, _text(lookup)
     issues = lookup.structured_content["issues"]
     assert KNOWN_THREADS & {issue["id"] for issue in issues[:3]}
-    assert lookup.structured_content["analysis"]["origin"]["side"] == "server"
+    assert lookup.structured_content["analysis"]["origin"]["explanation"]
     assert lookup.structured_content["no_confident_match"] is False
     assert out["decode"].structured_content["tokens"] == [{"id": 200002, "text": "<|return|>", "special": True}]
     assert out["issue"].structured_content["source"] == "index"
-    assert out["doc"].contents[0].text == (PROJECT_ROOT / "reference" / "tool-calling-setup.md").read_text()
+    doc = out["doc"].contents[0]
+    assert isinstance(doc, TextResourceContents)
+    assert doc.text == (PROJECT_ROOT / "reference" / "tool-calling-setup.md").read_text()

@@ -22,7 +22,7 @@
       if (name === "class") node.className = String(value);
       else node.setAttribute(name, String(value));
     }
-    for (const child of children.flat()) {
+    for (const child of children.flat(Infinity)) {
       if (child === null || child === undefined || child === false) continue;
       node.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
@@ -276,10 +276,11 @@
       }
       render(body);
       const count = (body.issues || []).length;
-      const seconds = ((performance.now() - started) / 1000).toFixed(1);
+      const ms = performance.now() - started;
+      const took = ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
       status.textContent = confident(body)
-        ? `Done in ${seconds}s: ${count} known issue${count === 1 ? "" : "s"} found.`
-        : `Done in ${seconds}s: no confident match.`;
+        ? `Done in ${took}: ${count} known issue${count === 1 ? "" : "s"} found.`
+        : `Done in ${took}: no confident match.`;
     } catch (err) {
       renderProblem({ title: "The service could not be reached", detail: String(err) }, 0);
       status.textContent = "The lookup failed.";

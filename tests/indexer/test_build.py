@@ -1,0 +1,183 @@
+"""build_index and the `index` CLI: docs + bundled KB into the real embedded Chroma (fake embedder)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from indexer.build import build_index
+from indexer.errors import StoreLocked
+from indexer.sources.cards import bundled_cards
+from indexer.store import Store
+from service.cli import main
+from service.config import Settings
+from tests.fakes import HashingEmbedder
+from tests.indexer.conftest import REFERENCE, write_docs
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CARDS = len(bundled_cards())
+SECTIONS = 6  # the tiny docs of conftest: 3 in SKILL.md (preamble, 2 headings), 3 in known-issues.md
+
+
+def test_first_build_indexes_docs_and_cards_then_skips_unchanged(
+    settings: Settings, embedder: HashingEmbedder
+) -> None:
+    first = build_index(settings, embedder=embedder, progress=False)
+    assert first.sections == SECTIONS and first.cards == CARDS
+    assert first.documents == CARDS + SECTIONS
+    assert (first.issues_new, first.issues_updated, first.issues_unchanged) == (CARDS, 0, 0)
+    assert first.embedded == CARDS + SECTIONS == embedder.texts
+    assert first.github_requests == 0
+    assert f"indexed {CARDS + SECTIONS} documents" in first.line() and "GitHub requests: 0" in first.line()
+
+    second = build_index(settings, embedder=embedder, progress=False)
+    assert (second.issues_new, second.issues_updated, second.issues_unchanged) == (0, 0, CARDS)
+    assert second.embedded == 0 and embedder.texts == CARDS + SECTIONS
+    assert second.generation == first.generation
+
+    with Store.open(settings, embedder, read_only=True) as store:
+        status = store.status()
+    assert status["documents"] == CARDS + SECTIONS and status["issues"] == CARDS
+    assert status["last_run"]["ok"] is True and status["built_at"]
+    assert status["last_run"]["summary"]["documents"] == CARDS + SECTIONS
+
+
+def test_changed_and_removed_doc_sections_are_updated_and_dropped(
+    settings: Settings, embedder: HashingEmbedder, docs_dir: Path
+) -> None:
+    build_index(settings, embedder=embedder, progress=False)
+    before = embedder.texts
+    edited = REFERENCE.replace("Use `--enable-auto-tool-choice`", "Always pass `--enable-auto-tool-choice`")
+    edited = edited.replace("## Harmony token errors\n\n### Unexpected token 200002", "## Renamed")
+    write_docs(docs_dir, reference=edited)
+    summary = build_index(settings, embedder=embedder, progress=False)
+    assert summary.removed == 1  # the old "unexpected-token-200002" anchor
+    assert summary.embedded == embedder.texts - before == 2  # the renamed and the edited section
+    assert summary.issues_unchanged == CARDS
+    with Store.open(settings, embedder, read_only=True) as store:
+        ids = {d.id for d in store.documents() if d.kind == "reference-section"}
+    assert "reference/known-issues.md#renamed" in ids
+    assert "reference/known-issues.md#unexpected-token-200002" not in ids
+
+
+def test_full_rebuild_re_embeds_into_a_new_generation(settings: Settings, embedder: HashingEmbedder) -> None:
+    first = build_index(settings, embedder=embedder, progress=False)
+    full = build_index(settings, embedder=embedder, full=True, progress=False)
+    assert full.full and full.embedded == CARDS + SECTIONS
+    assert full.generation != first.generation
+    assert full.documents == first.documents
+    assert "(full rebuild)" in full.line()
+
+
+class FailingEmbedder(HashingEmbedder):
+    """Embeds until told to fail (a crash in the middle of a rebuild)."""
+
+    fail = False
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail:
+            raise RuntimeError("the embedder died")
+        return super().encode(texts)
+
+
+def test_failed_full_rebuild_leaves_the_last_good_index_serving(settings: Settings) -> None:
+    embedder = FailingEmbedder(dimension=64)
+    good = build_index(settings, embedder=embedder, progress=False)
+    embedder.fail = True
+    with pytest.raises(RuntimeError, match="embedder died"):
+        build_index(settings, embedder=embedder, full=True, progress=False)
+    with Store.open(settings, embedder, read_only=True) as store:
+        assert store.generation() == good.generation
+        assert store.count() == good.documents
+        status = store.status()
+    assert status["last_run"]["ok"] is False and "embedder died" in status["last_run"]["error"]
+    # Only the serving collection is left once the next rebuild runs.
+    embedder.fail = False
+    build_index(settings, embedder=embedder, full=True, progress=False)
+    from indexer.store import _client
+
+    names = sorted(c.name for c in _client(settings).list_collections())
+    assert len([n for n in names if n.startswith(f"{settings.collection}__g")]) == 1
+
+
+def test_full_rebuild_repairs_a_corrupt_store(settings: Settings, embedder: HashingEmbedder) -> None:
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    build_index(settings, embedder=embedder, progress=False)
+    SharedSystemClient.clear_system_cache()
+    (settings.chroma_dir / "chroma.sqlite3").write_bytes(b"garbage" * 1000)
+    summary = build_index(settings, embedder=embedder, full=True, progress=False)
+    assert summary.documents == CARDS + SECTIONS
+
+
+def test_build_refuses_while_another_process_holds_the_store(settings: Settings, embedder: HashingEmbedder) -> None:
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from indexer.store import Store
+        from service.config import Settings
+        from tests.fakes import HashingEmbedder
+        store = Store.open(Settings(), HashingEmbedder())
+        print("held", flush=True)
+        sys.stdin.readline()
+        store.close()
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        with pytest.raises(StoreLocked, match=f"pid {child.pid}"):
+            build_index(settings, embedder=embedder, progress=False)
+        result = CliRunner().invoke(main, ["index", "--no-progress"], obj={"embedder": embedder})
+        assert result.exit_code == 75
+        assert f"held by pid {child.pid}" in result.output
+    finally:
+        child.communicate("\n", timeout=60)
+    assert build_index(settings, embedder=embedder, progress=False).documents == CARDS + SECTIONS
+
+
+def test_cli_index_prints_the_summary_line(settings: Settings, embedder: HashingEmbedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("GPTOSS_DOCTOR_DOCS_DIR", str(settings.docs_dir))
+    runner = CliRunner()
+    result = runner.invoke(main, ["index", "--no-progress"], obj={"embedder": embedder})
+    assert result.exit_code == 0, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith(f"indexed {CARDS + SECTIONS} documents") and f"issues: {CARDS} new" in last
+    assert "GitHub requests: 0" in last
+    again = runner.invoke(main, ["index", "--no-progress", "--json"], obj={"embedder": embedder})
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.output.strip().splitlines()[-1])
+    assert summary["issues_unchanged"] == CARDS and summary["embedded"] == 0
+
+
+def test_cli_index_reports_a_corrupt_store_without_a_traceback(
+    settings: Settings, embedder: HashingEmbedder, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    monkeypatch.setenv("GPTOSS_DOCTOR_DOCS_DIR", str(settings.docs_dir))
+    build_index(settings, embedder=embedder, progress=False)
+    SharedSystemClient.clear_system_cache()
+    (settings.chroma_dir / "chroma.sqlite3").write_bytes(b"garbage" * 1000)
+    result = CliRunner().invoke(main, ["index", "--no-progress"], obj={"embedder": embedder})
+    assert result.exit_code == 1
+    assert "gptoss-doctor index --full" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cli_logs_are_structured_without_a_terminal(settings: Settings, embedder: HashingEmbedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("GPTOSS_DOCTOR_DOCS_DIR", str(settings.docs_dir))
+    result = CliRunner().invoke(main, ["index"], obj={"embedder": embedder})
+    assert result.exit_code == 0, result.output
+    steps = [line for line in result.output.splitlines() if "step=" in line]
+    assert steps and all(line.startswith("ts=") and "level=info" in line for line in steps)
