@@ -65,3 +65,11 @@ def describe() -> dict[str, Any]:
         "python": platform.python_version(),
         "packages": {name: _version(name) for name in PACKAGES},
     }
+
+
+def load_average() -> float | None:
+    """The 1-minute load average now (other work on the machine skews every timing)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None

@@ -9,6 +9,7 @@ import contextlib
 import cProfile
 import functools
 import io
+import json
 import pstats
 import shutil
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.load import summarize
-from bench.procs import child_env, run_cli
+from bench.procs import CliRun, child_env, run_cli
 from bench.quality import EVAL_DIR, Query, load_queries
 
 EVAL_SETS = ("dev.jsonl", "dev-hard.jsonl")
@@ -46,6 +47,14 @@ def eval_texts(limit: int | None = None, eval_dir: Path = EVAL_DIR) -> list[tupl
     return out
 
 
+def _summary(run: CliRun) -> Any:
+    """The JSON summary ``index --json`` prints, else its last output line."""
+    try:
+        return json.loads(run.stdout)
+    except ValueError:
+        return run.tail(1)
+
+
 def _cli_failure(what: str, run: Any) -> RuntimeError:
     return RuntimeError(f"{what} exited with {run.returncode} after {run.seconds:.1f}s: {run.tail()}")
 
@@ -53,15 +62,15 @@ def _cli_failure(what: str, run: Any) -> RuntimeError:
 def index(data_dir: Path) -> dict[str, Any]:
     """``gptoss-doctor index`` into an empty data dir (the full index), then ``index --full``."""
     env = child_env(data_dir)
-    fresh = run_cli(["index"], env, timeout=INDEX_TIMEOUT)
+    fresh = run_cli(["index", "--json"], env, timeout=INDEX_TIMEOUT)
     if not fresh.ok:
         raise _cli_failure("gptoss-doctor index", fresh)
-    out: dict[str, Any] = {"fresh_s": round(fresh.seconds, 2), "summary": fresh.tail(1)}
-    rebuild = run_cli(["index", "--full"], env, timeout=INDEX_TIMEOUT)
+    out: dict[str, Any] = {"fresh_s": round(fresh.seconds, 2), "summary": _summary(fresh)}
+    rebuild = run_cli(["index", "--full", "--json"], env, timeout=INDEX_TIMEOUT)
     if not rebuild.ok:
         raise _cli_failure("gptoss-doctor index --full", rebuild)
     out["rebuild_s"] = round(rebuild.seconds, 2)
-    out["rebuild_summary"] = rebuild.tail(1)
+    out["rebuild_summary"] = _summary(rebuild)
     return out
 
 
@@ -86,15 +95,15 @@ def github_resync(data_dir: Path, sync_dir: Path, fake: Any) -> dict[str, Any]:
     env = child_env(sync_dir, {"GPTOSS_DOCTOR_GITHUB_API_URL": fake.base_url})
     out: dict[str, Any] = {"repos": list(fake.repos)}
     fake.reset_log()
-    first = run_cli(["index", "--github"], env, timeout=INDEX_TIMEOUT)
+    first = run_cli(["index", "--github", "--json"], env, timeout=INDEX_TIMEOUT)
     if not first.ok:
         raise _cli_failure("gptoss-doctor index --github", first)
-    out.update(first_requests=fake.request_count(), first_s=round(first.seconds, 2), first_summary=first.tail(1))
+    out.update(first_requests=fake.request_count(), first_s=round(first.seconds, 2), first_summary=_summary(first))
     fake.reset_log()
-    idle = run_cli(["index", "--github"], env, timeout=INDEX_TIMEOUT)
+    idle = run_cli(["index", "--github", "--json"], env, timeout=INDEX_TIMEOUT)
     if not idle.ok:
         raise _cli_failure("gptoss-doctor index --github (idle)", idle)
-    out.update(idle_requests=fake.request_count(), idle_s=round(idle.seconds, 2), idle_summary=idle.tail(1))
+    out.update(idle_requests=fake.request_count(), idle_s=round(idle.seconds, 2), idle_summary=_summary(idle))
     out["idle_paths"] = sorted({r.path for r in fake.requests})[:20]
     return out
 

@@ -132,6 +132,13 @@ def targets(r: dict[str, Any]) -> list[Target]:
     return out
 
 
+def _brief(value: Any) -> str:
+    """A summary dict as ``key=value`` pairs of its scalar fields; anything else as text."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items() if isinstance(v, int | float | str) and v != "")
+    return "" if value is None else str(value)
+
+
 def _row(cells: list[Any]) -> str:
     return "| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |"
 
@@ -167,6 +174,12 @@ def markdown(r: dict[str, Any]) -> str:
         f"Python {m.get('python')}; " + ", ".join(f"{k} {v}" for k, v in pk.items() if v),
         "",
     ]
+    if r.get("load_avg"):
+        lines += [
+            f"Load average (1 min) at start / end of the run: {r['load_avg']}. Other processes on the "
+            "machine inflate every timing; compare runs made on a quiet machine.",
+            "",
+        ]
     if r.get("embedder"):
         lines += [f"Service embedder: `{r['embedder']}`.", ""]
 
@@ -253,7 +266,7 @@ def markdown(r: dict[str, Any]) -> str:
                 _fmt(idx.get("fresh_s"), " s"),
             ],
             ["full rebuild (`index --full`, model cached)", _fmt(idx.get("rebuild_s"), " s")],
-            ["index summary", idx.get("summary", "")],
+            ["index summary", _brief(idx.get("summary"))],
             [
                 "first GitHub sync (fake, 2 repos): requests / time",
                 f"{_fmt(gh.get('first_requests'))} / {_fmt(gh.get('first_s'), ' s')}",

@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     r["mode"] = "quick" if args.quick else "full"
     r["command"] = shlex.join(["python", "-m", "bench.run", *(argv if argv is not None else sys.argv[1:])])
     r["machine"] = machine.describe()
+    load_start = machine.load_average()
     root = Path(tempfile.mkdtemp(prefix="gptoss-doctor-bench-"))
     data_dir = root / "data"
     args.out.mkdir(parents=True, exist_ok=True)
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(root, ignore_errors=True)
     r["duration_s"] = round(time.perf_counter() - t0, 1)
+    r["load_avg"] = f"{load_start} / {machine.load_average()}"
     r["targets"] = [t.as_dict() for t in targets(r)]
     r["errors"] = run.errors
     (args.out / "latest.json").write_text(json.dumps(r, indent=1, default=str) + "\n")

@@ -30,6 +30,8 @@ LOAD_LEVELS = (8, 16, 32)
 BIG_EVERY = 4
 """One request in this many of the load run is a ~100 KB log."""
 MAX_REINDEX_RUNS = 5
+EXIT_LOCKED = 75
+"""``gptoss-doctor index``'s exit code when another process holds the store."""
 FLAT_REL, FLAT_ABS_MB = 0.10, 50.0
 """Memory counts as flat when end RSS - start RSS <= max(10% of start, 50 MB)."""
 
@@ -126,7 +128,7 @@ class Reindexer:
 
     def _cli(self) -> dict[str, Any]:
         run = run_cli(["index", "--full"], child_env(self.server.data_dir, self.env), timeout=600)
-        return {"ok": run.ok, "seconds": round(run.seconds, 2), "detail": run.tail(2)}
+        return {"ok": run.ok, "code": run.returncode, "seconds": round(run.seconds, 2), "detail": run.tail(2)}
 
     def _admin(self, client: httpx.Client) -> dict[str, Any]:
         before = self._status(client).get("last_run")
@@ -151,7 +153,7 @@ class Reindexer:
         with httpx.Client(base_url=self.server.url, timeout=30) as client:
             if self.via in ("auto", "cli"):
                 first = self._cli()
-                locked = not first["ok"] and "held by" in str(first["detail"])
+                locked = first["code"] == EXIT_LOCKED or "held by" in str(first["detail"])
                 if self.via == "cli" or not locked:
                     self.via = "cli (`gptoss-doctor index --full` beside the server)"
                     self.runs.append(first)

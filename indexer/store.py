@@ -593,12 +593,14 @@ def _client(settings: Settings) -> Any:
 
         url = urlparse(settings.chroma_url)
         try:
-            return chromadb.HttpClient(
+            client = chromadb.HttpClient(
                 host=url.hostname or "localhost",
                 port=url.port or (443 if url.scheme == "https" else 8000),
                 ssl=url.scheme == "https",
                 settings=chroma_settings,
             )
+            _bound_http(client)
+            return client
         except Exception as exc:
             raise StoreError(f"cannot reach the Chroma server at {settings.chroma_url}: {_short(exc)}") from exc
     try:
@@ -606,6 +608,21 @@ def _client(settings: Settings) -> Any:
         return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
     except Exception as exc:
         raise StoreError(f"the index at {settings.chroma_dir} cannot be opened ({_short(exc)}); {FIX}") from exc
+
+
+HTTP_TIMEOUT = (3.0, 10.0)
+"""(connect, read/write) seconds for each request to a Chroma server."""
+
+
+def _bound_http(client: Any) -> None:
+    """Give the Chroma HTTP client timeouts: chromadb's default (httpx ``timeout=None``) waits forever,
+    so a hung or unreachable server would hang the service's lookups and health checks with it."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        connect, read = HTTP_TIMEOUT
+        session.timeout = httpx.Timeout(read, connect=connect)
 
 
 def _move_aside(settings: Settings) -> None:

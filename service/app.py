@@ -64,7 +64,7 @@ def create_app(
     app.include_router(lookup.router)
     app.include_router(status.router)
     app.include_router(ui.router)
-    from service.mcp_server import mount_mcp  # the MCP SDK loads only when an app is built
+    from service.api.mcp_mount import mount_mcp  # the MCP SDK loads only when an app is built
 
     mount_mcp(app, settings, lambda: runtime.engine, not_ready_detail=runtime.not_ready_detail)
     if settings.cors_origins:

@@ -15,11 +15,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from service.analysis.input import ParsedInput, parse_input
 from service.answer import Knowledge, advice_out, build_fixes, is_thread, issue_out, origin_out, tokens_out
@@ -30,11 +30,22 @@ from service.models import AnalysisOut, IndexInfo, LookupResponse, QueryInfo
 if TYPE_CHECKING:
     from indexer.documents import Document
     from indexer.embedding import Embedder
-    from indexer.store import Store
     from service.analysis.harmony import HarmonyAnalyzer
     from service.retrieval import RetrievalResult, Retriever
 
 log = logging.getLogger(__name__)
+
+
+class IndexStore(Protocol):
+    """The read side of ``indexer.store.Store`` the engine needs (tests pass an in-memory one)."""
+
+    def documents(self) -> list[Document]: ...
+    def get(self, doc_id: str) -> Document | None: ...
+    def query(self, vector: Any, k: int) -> list[tuple[str, float]]: ...
+    def generation(self) -> str: ...
+    def status(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+
 
 T = TypeVar("T")
 
@@ -42,6 +53,8 @@ CHECK_INTERVAL = 1.0
 """Seconds between two generation checks: the check is cheap, but not free on a Chroma server."""
 STORE_TIMEOUT = 5.0
 """Seconds before a store call made on the request path counts as failed (a hung Chroma server)."""
+SLOW_STORE = 1.0
+"""A dense query that fails after this many seconds means a hung store (a refused one fails at once)."""
 DENSE_DEGRADED_WINDOW = 60.0
 """How long after a failed dense query /health keeps saying degraded."""
 MAX_TOKENS = 64
@@ -88,7 +101,7 @@ class LookupEngine:
         settings: Settings,
         *,
         embedder: Embedder,
-        store: Store,
+        store: IndexStore,
         harmony: HarmonyAnalyzer | None,
         harmony_error: str | None = None,
         check_interval: float = CHECK_INTERVAL,
@@ -105,6 +118,8 @@ class LookupEngine:
         self._last_check = 0.0
         self._store_error: str | None = None
         self._dense_failed_at: float | None = None
+        self._store_hung = False  # the store stopped answering (timeouts): skip it until a probe succeeds
+        self._background_probe: Future[bool] | None = None
         # A small pool for bounded store probes: a hung call occupies a worker, not a request thread.
         self._probe_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="store-probe")
         self._snapshot = self._load(self.store.generation())
@@ -128,7 +143,7 @@ class LookupEngine:
         from indexer.store import Store
 
         embedder = embedder or load_embedder(settings)
-        store = Store.open(settings, embedder, read_only=True)
+        store: IndexStore = Store.open(settings, embedder, read_only=True)
         if build_if_empty and int(store.status().get("documents") or 0) == 0:
             from indexer.build import build_index
 
@@ -188,10 +203,14 @@ class LookupEngine:
             degraded=result.degraded,
         )
 
-    def _search(
-        self, snap: _Snapshot, parsed: ParsedInput, k: int, repos: Sequence[str] | None
-    ) -> RetrievalResult:
+    def _search(self, snap: _Snapshot, parsed: ParsedInput, k: int, repos: Sequence[str] | None) -> RetrievalResult:
         """Hybrid search; when the store fails under it, the lexical leg alone, marked degraded."""
+        if self._store_hung:
+            # The store did not answer in time: answer now from the lexical leg instead of making
+            # every request wait out a timeout. The next probe that reaches the store clears this.
+            result = self._lexical(snap).search(parsed, top_k=k, repos=repos)
+            return result.model_copy(update={"degraded": True})
+        started = time.monotonic()
         try:
             result = snap.retriever.search(parsed, top_k=k, repos=repos)
         except Exception as exc:  # the dense leg talks to Chroma: any transport error lands here
@@ -200,6 +219,9 @@ class LookupEngine:
             result = result.model_copy(update={"degraded": True})
         if result.degraded:
             self._dense_failed_at = time.monotonic()
+            if self._dense_failed_at - started > SLOW_STORE:
+                # A slow failure is a hung server, not a refused connection: stop waiting on it.
+                self._store_hung = True
         else:
             self._dense_failed_at = None
         return result
@@ -235,6 +257,11 @@ class LookupEngine:
         """
         if not now and time.monotonic() - self._last_check < self.check_interval:
             return False
+        if not now and self._store_hung:
+            # The store is known to hang: probe it in the background, so requests during the outage
+            # answer at once (degraded) instead of each waiting out the probe's deadline.
+            self._probe_in_background()
+            return False
         if not self._reload_lock.acquire(blocking=now):
             return False
         try:
@@ -243,9 +270,11 @@ class LookupEngine:
                 generation = self._bounded(self.store.generation)
             except Exception as exc:
                 self._store_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+                self._store_hung = isinstance(exc, TimeoutError)
                 log.warning("index store unreachable: %s", self._store_error)
                 return False
             self._store_error = None
+            self._store_hung = False
             if generation == self._snapshot.generation:
                 return False
             self._snapshot = self._load(generation)
@@ -258,6 +287,16 @@ class LookupEngine:
             return False
         finally:
             self._reload_lock.release()
+
+    def _probe_in_background(self) -> None:
+        probe = self._background_probe
+        if probe is not None and not probe.done():
+            return
+        self._last_check = time.monotonic()
+        try:
+            self._background_probe = self._probe_pool.submit(self.reload_if_changed, now=True)
+        except RuntimeError:  # the pool is shut down: the engine is closing
+            pass
 
     def _load(self, generation: str) -> _Snapshot:
         from service.retrieval import Retriever

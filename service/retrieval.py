@@ -138,12 +138,14 @@ class Retriever:
         n = max(len(corpus), 1)
         self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
         self._max_idf = math.log(1 + n)
-        self._signatures: list[tuple[int, str, dict[str, float]]] = []
+        # (document, signature, token weights, rank factor): a thread's first error string is its
+        # main one, later ones are errors it also mentions.
+        self._signatures: list[tuple[int, str, dict[str, float], float]] = []
         for index, doc in enumerate(self.documents):
-            for sig in doc.error_signatures[:20]:
+            for position, sig in enumerate(doc.error_signatures[:20]):
                 weights = self._weights(signature_tokens(sig))
                 if weights:
-                    self._signatures.append((index, sig, weights))
+                    self._signatures.append((index, sig, weights, 1.0 if position == 0 else 0.96))
 
     @classmethod
     def from_store(cls, store: object, embedder: Embedder | None) -> Retriever:
@@ -179,7 +181,7 @@ class Retriever:
             partial = tokens[-1] if tokens and not line.rstrip()[-1:].isspace() else ""
             factor = min(1.0, weight)
             line_best: dict[int, tuple[float, str]] = {}
-            for index, sig, s in self._signatures:
+            for index, sig, s, rank_factor in self._signatures:
                 common = q.keys() & s.keys()
                 if not common:
                     continue
@@ -199,7 +201,7 @@ class Retriever:
                 # (a truncated paste). Longer shared evidence beats a short generic signature.
                 coverage = max(sig_cov * min(1.0, q_cov + 0.4), q_cov * min(1.0, sig_cov + 0.3))
                 specificity = 0.8 + 0.2 * min(1.0, shared / 30.0)
-                score = coverage * specificity * factor
+                score = coverage * specificity * factor * rank_factor
                 if score > line_best.get(index, (0.0, ""))[0]:
                     line_best[index] = (score, sig)
             for index, (score, sig) in line_best.items():
@@ -269,19 +271,21 @@ class Retriever:
             fused += 0.5 * e.signature * e.signature
             e.fused = fused
 
-        # Sections pass a share of their score to the threads they cite.
+        # Sections pass a share of their score to the threads they cite (the best section counts).
         sections = sorted(
             (i for i in evidence if self.documents[i].kind == "reference-section"),
             key=lambda i: -evidence[i].fused,
         )[:5]
+        passed: dict[int, float] = {}
         for i in sections:
             section = self.documents[i]
-            cited = [self.by_id.get(ref) for ref in section.references]
-            targets = [doc for doc in cited if doc is not None]
-            for doc in targets:
-                e = ev(self._position[doc.id])
-                e.fused += 0.25 * evidence[i].fused / max(1, len(targets)) ** 0.5
-                e.via_sections.append(section.id)
+            targets = [self._position[ref] for ref in section.references if ref in self._position]
+            share = 0.25 * evidence[i].fused / max(1, len(targets)) ** 0.5
+            for j in targets:
+                passed[j] = max(passed.get(j, 0.0), share)
+                ev(j).via_sections.append(section.id)
+        for j, share in passed.items():
+            evidence[j].fused += share
 
         allowed = set(repos) if repos else None
         ranked: list[tuple[float, int]] = []

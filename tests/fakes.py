@@ -7,6 +7,7 @@ Use in any test package by importing the fixtures into its conftest::
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import re
@@ -157,24 +158,23 @@ class ChromaURL(str):
         self.server.restart()
 
 
-@pytest.fixture(scope="session")
-def _chroma_server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
-    server = ChromaServer(tmp_path_factory.mktemp("chroma-server") / "data")
-    server.start()
-    yield server
-    server.stop()
+_SERVER: ChromaServer | None = None
 
 
 @pytest.fixture
-def chroma_server(_chroma_server_process: ChromaServer) -> Iterator[ChromaURL]:
-    """URL of a real `chroma run` server (shared by the session; restarted if a test stopped it).
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaURL]:
+    """URL of a real `chroma run` server, started once per session (restarted if a test stopped it).
 
     ``chroma_server.stop()``, ``.start()``, ``.restart()`` control the process. Tests sharing the server
     should use their own collection name (``Settings(collection=...)``).
     """
-    _chroma_server_process.start()
-    yield ChromaURL(_chroma_server_process)
-    _chroma_server_process.start()
+    global _SERVER
+    if _SERVER is None:
+        _SERVER = ChromaServer(tmp_path_factory.mktemp("chroma-server") / "data")
+        atexit.register(_SERVER.stop)
+    _SERVER.start()
+    yield ChromaURL(_SERVER)
+    _SERVER.start()
 
 
 # --------------------------------------------------------------------------- the real model

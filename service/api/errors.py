@@ -81,7 +81,7 @@ def describe_errors(errors: list[dict[str, Any]]) -> str:
 
 async def _doctor_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, DoctorError)
-    if exc.status >= 500:
+    if exc.status >= 500 and exc.status != 503:  # 503 while starting is expected, not news
         log.warning("%s: %s", type(exc).__name__, exc.detail)
     return problem_response(
         request,

@@ -146,7 +146,9 @@ def test_build_refuses_while_another_process_holds_the_store(settings: Settings,
     assert build_index(settings, embedder=embedder, progress=False).documents == CARDS + SECTIONS
 
 
-def test_cli_index_prints_the_summary_line(settings: Settings, embedder: HashingEmbedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_cli_index_prints_the_summary_line(
+    settings: Settings, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GPTOSS_DOCTOR_DOCS_DIR", str(settings.docs_dir))
     runner = CliRunner()
     result = runner.invoke(main, ["index", "--no-progress"], obj={"embedder": embedder})
@@ -161,8 +163,8 @@ def test_cli_index_prints_the_summary_line(settings: Settings, embedder: Hashing
 
 
 def test_cli_index_reports_a_corrupt_store_without_a_traceback(
-    settings: Settings, embedder: HashingEmbedder, monkeypatch
-) -> None:  # type: ignore[no-untyped-def]
+    settings: Settings, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from chromadb.api.shared_system_client import SharedSystemClient
 
     monkeypatch.setenv("GPTOSS_DOCTOR_DOCS_DIR", str(settings.docs_dir))
@@ -175,9 +177,31 @@ def test_cli_index_reports_a_corrupt_store_without_a_traceback(
     assert "Traceback" not in result.output
 
 
-def test_cli_logs_are_structured_without_a_terminal(settings: Settings, embedder: HashingEmbedder, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_cli_logs_are_structured_without_a_terminal(
+    settings: Settings, embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GPTOSS_DOCTOR_DOCS_DIR", str(settings.docs_dir))
     result = CliRunner().invoke(main, ["index"], obj={"embedder": embedder})
     assert result.exit_code == 0, result.output
     steps = [line for line in result.output.splitlines() if "step=" in line]
     assert steps and all(line.startswith("ts=") and "level=info" in line for line in steps)
+
+
+@pytest.mark.slow
+def test_cli_index_with_the_real_model_end_to_end(
+    settings: Settings, real_embedder: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fakes import install_model_cache
+
+    install_model_cache(settings.data_dir)  # the session's ONNX export, so this run does not re-export
+    monkeypatch.setenv("GPTOSS_DOCTOR_DOCS_DIR", str(settings.docs_dir))
+    result = CliRunner().invoke(main, ["index", "--no-progress", "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output.strip().splitlines()[-1])
+    assert summary["embedder"] == "all-MiniLM-L6-v2/onnx-int8"
+    assert summary["documents"] == CARDS + SECTIONS and summary["embedded"] == CARDS + SECTIONS
+    assert summary["seconds"] < 60
+    with Store.open(settings, real_embedder, read_only=True) as store:  # type: ignore[arg-type]
+        query = "HarmonyError: Unexpected token 200002 while expecting start token 200006"
+        hits = store.query(real_embedder.encode([query])[0], k=5)  # type: ignore[attr-defined]
+    assert "reference/known-issues.md#unexpected-token-200002" in [i for i, _ in hits]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from indexer.documents import Document
 from indexer.signatures import normalize_signature
 from indexer.sources.markdown import (
     github_slug,
@@ -18,7 +19,7 @@ from service.config import PROJECT_ROOT
 from tests.indexer.conftest import REFERENCE, SKILL
 
 
-def by_id(docs: list) -> dict:  # type: ignore[type-arg]
+def by_id(docs: list[Document]) -> dict[str, Document]:
     return {d.id: d for d in docs}
 
 
@@ -100,8 +101,8 @@ def test_real_reference_docs_section_cleanly() -> None:
     docs = markdown_documents(PROJECT_ROOT)
     ids = [d.id for d in docs]
     assert len(ids) == len(set(ids)), "two sections share an id"
-    for path in rel:
-        assert any(i == path or i.startswith(path + "#") for i in ids), f"{path} produced no section"
+    for name in rel:
+        assert any(i == name or i.startswith(name + "#") for i in ids), f"{name} produced no section"
     for d in docs:
         assert d.text.strip() and d.heading_path
         anchor = d.id.partition("#")[2]

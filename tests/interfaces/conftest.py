@@ -10,7 +10,6 @@ embedding model and Chroma, once per session.
 from __future__ import annotations
 
 import shutil
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -26,27 +25,7 @@ from indexer.documents import Document
 from indexer.sources.cards import card_documents
 from service.config import Settings
 from service.engine import LookupEngine
-
-try:  # the indexer engineer's deterministic fake (tests/fakes.py)
-    from tests.fakes import HashingEmbedder
-except ImportError:  # TEMPORARY until tests/fakes.py lands: the same idea, token hashing
-    import hashlib
-    import re
-
-    class HashingEmbedder:  # type: ignore[no-redef]
-        name = "hashing"
-
-        def __init__(self, dimension: int = 64) -> None:
-            self.dimension = dimension
-
-        def encode(self, texts: Sequence[str]) -> np.ndarray:
-            out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-            for row, text in enumerate(texts):
-                for token in re.findall(r"\w+", text.lower()):
-                    out[row, int(hashlib.md5(token.encode()).hexdigest(), 16) % self.dimension] += 1.0
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            return out / np.where(norms == 0, 1, norms)
-
+from tests.fakes import HashingEmbedder, free_port, install_model_cache, real_embedder  # noqa: F401  (fixture)
 
 SECTION = Document(
     id="reference/known-issues.md#unexpected-token-while-expecting-start-token",
@@ -105,7 +84,7 @@ class FastParts:
     store: ListStore
 
     def engine(self, settings: Settings) -> LookupEngine:
-        return LookupEngine(settings, embedder=self.embedder, store=self.store, harmony=self.harmony)  # type: ignore[arg-type]
+        return LookupEngine(settings, embedder=self.embedder, store=self.store, harmony=self.harmony)
 
 
 @pytest.fixture(scope="session")
@@ -121,13 +100,6 @@ def fast_parts(tmp_path_factory: pytest.TempPathFactory) -> FastParts:
 @pytest.fixture
 def fast_engine(fast_parts: FastParts, _hermetic_env: Path) -> LookupEngine:
     return fast_parts.engine(Settings(data_dir=_hermetic_env))
-
-
-def free_port() -> int:
-    """A port nothing listens on right now (the kernel picks it)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
@@ -197,12 +169,17 @@ def live_app(make_live_app: Callable[..., LiveApp], _hermetic_env: Path) -> Live
 
 
 @pytest.fixture(scope="session")
-def built_index(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """Settings of an index built once per session with the real model, Chroma and the bundled KB."""
+def built_index(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Settings:
+    """Settings of an index built once per session with the real model, Chroma and the bundled KB.
+
+    The data dir links the session's ONNX export, so subprocesses and the doctor load it, not redo it.
+    """
     from indexer.build import build_index
 
     settings = Settings(data_dir=tmp_path_factory.mktemp("interfaces-built"))
-    build_index(settings, github=False, progress=False)
+    install_model_cache(settings.data_dir)
+    embedder = request.getfixturevalue("real_embedder")  # tests.fakes' session fixture
+    build_index(settings, embedder=embedder, github=False, progress=False)
     from service.analysis.harmony import ensure_vocab
 
     ensure_vocab(settings.vocab_dir)
@@ -215,9 +192,7 @@ def share_caches(source: Settings, target_data_dir: Path, *, vocab: bool = True,
     The export is linked (read-only use), the vocab and the index are copied (a test may break them).
     """
     target_data_dir.mkdir(parents=True, exist_ok=True)
-    models = target_data_dir / "models"
-    if source.model_cache_dir.is_dir() and not models.exists():
-        models.symlink_to(source.model_cache_dir, target_is_directory=True)
+    install_model_cache(target_data_dir)
     if vocab and source.vocab_dir.is_dir():
         shutil.copytree(source.vocab_dir, target_data_dir / "harmony-vocab", dirs_exist_ok=True)
     if index:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from click.testing import CliRunner
 from service.cli import main
 from service.config import Settings
 from service.doctor import Check, _Context, check_index, check_vocab
+from tests.fakes import free_port
 
 # Every CLI run below loads the real embedding model (from the session's export cache): slow.
 slow = pytest.mark.slow
@@ -38,12 +38,6 @@ def _use(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def __free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -86,16 +80,34 @@ def test_missing_index_fails_and_says_to_build_it(caches: Any, tmp_path: Path, m
     assert "1 problem." in output
 
 
+def _docs_copy(source: Path, target: Path) -> Path:
+    for sub in ("reference", "skill"):
+        shutil.copytree(source / sub, target / sub)
+    return target
+
+
 @slow
-def test_fix_builds_the_missing_index(caches: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    data = tmp_path / "fresh"
-    caches(data, vocab=False)
+def test_fix_provisions_the_vocab_and_refreshes_a_stale_index(
+    built_index: Settings, caches: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    caches(data, vocab=False, index=True)
+    docs = _docs_copy(built_index.docs_dir, tmp_path / "docs")
+    (docs / "reference" / "tool-calling-setup.md").touch()  # edited after the build: stale
     _use(data, monkeypatch)
+    monkeypatch.setenv("GPTOSS_DOCTOR_DOCS_DIR", str(docs))
+    code, _, report = _doctor()
+    assert code == 1
+    assert _by_name(report)["harmony vocab"]["status"] == "fail"
+    assert _by_name(report)["index freshness"]["status"] == "warn"
+    assert _doctor("--strict")[0] == 1
+
     result = CliRunner().invoke(main, ["doctor", "--fix"])
     assert result.exit_code == 0, result.output
-    assert "index build" in result.output and "(rebuilt now)" in result.output
-    code, output, _ = _doctor()
+    assert "(rebuilt now)" in result.output and "index build" in result.output
+    code, output, report = _doctor("--strict")
     assert code == 0, output
+    assert _by_name(report)["index freshness"]["status"] == "ok"
 
 
 @slow
@@ -125,7 +137,7 @@ def test_unreachable_chroma_url_fails_and_skips_the_index(
 ) -> None:
     caches(tmp_path / "data")
     _use(tmp_path / "data", monkeypatch)
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     monkeypatch.setenv("GPTOSS_DOCTOR_CHROMA_URL", url)
     code, output, report = _doctor()
     assert code == 1
@@ -172,9 +184,7 @@ def _index_checks(settings: Settings, **kwargs: Any) -> dict[str, Check]:
 
 @slow
 def test_docs_edited_after_the_build_make_the_index_stale(built_index: Settings, tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    shutil.copytree(built_index.docs_dir / "reference", docs / "reference")
-    shutil.copytree(built_index.docs_dir / "skill", docs / "skill")
+    docs = _docs_copy(built_index.docs_dir, tmp_path / "docs")
     (docs / "reference" / "known-issues.md").touch()
     settings = built_index.model_copy(update={"docs_dir": docs})
     checks = _index_checks(settings)

@@ -2,7 +2,8 @@
 
 The fast engine (hashing embedder, in-memory store, real openai-harmony) is the service engineer's
 (``tests/service/conftest.py``); the `chroma run` process fixture is the indexer engineer's
-(``tests/fakes.py``). Importing a fixture function here registers it for this package.
+(``tests/fakes.py``), used through its ChromaServer class so this package controls its own process.
+Importing a fixture function here registers it for this package.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from service.config import Settings
-from tests.fakes import _chroma_server_process, chroma_server  # noqa: F401  (fixtures)
+from tests.fakes import ChromaServer
 from tests.service.conftest import (  # noqa: F401  (fast_components and runner are fixtures)
     FastComponents,
     LiveServer,
@@ -26,7 +27,7 @@ from tests.service.conftest import (  # noqa: F401  (fast_components and runner 
     wait_until,
 )
 
-__all__ = ["FastComponents", "LiveServer", "MemoryStore", "RecordingRunner", "wait_until"]
+__all__ = ["ChromaServer", "FastComponents", "LiveServer", "MemoryStore", "RecordingRunner", "wait_until"]
 
 
 @pytest.fixture
@@ -55,3 +56,38 @@ def make_app(
     yield make
     for client in clients:
         client.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
+    """A real `chroma run` process owned by one test module, which may stop, pause and restart it."""
+    server = ChromaServer(tmp_path_factory.mktemp("chroma-server") / "data")
+    server.start()
+    yield server
+    if server.process is not None and server.process.poll() is None:
+        import os
+        import signal
+
+        os.killpg(server.process.pid, signal.SIGCONT)  # a paused server cannot act on SIGTERM
+    server.stop()
+
+
+@pytest.fixture
+def serve_live(
+    fast_components: FastComponents, runner: RecordingRunner  # noqa: F811
+) -> Iterator[Callable[..., LiveServer]]:
+    """``serve_live(settings, store=None)``: the fast app under a real uvicorn on 127.0.0.1, ready."""
+    from service.app import create_app
+
+    servers: list[LiveServer] = []
+
+    def serve(settings: Settings, store: MemoryStore | None = None) -> LiveServer:
+        app = create_app(settings, loader=lambda s, note: fast_components.engine(s, store), runner=runner)
+        server = LiveServer(app).__enter__()
+        servers.append(server)
+        wait_until(lambda: app.state.runtime.state == "ready", timeout=30)
+        return server
+
+    yield serve
+    for server in servers:
+        server.__exit__(None, None, None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from tests.service.conftest import LiveServer
+from tests.service.support import LiveServer
 
 LIMIT = 64 * 1024
 
@@ -20,10 +20,7 @@ def _send(server: LiveServer, head: str, chunks: list[bytes]) -> bytes:
 
 
 def test_declared_content_length_over_the_limit_is_refused_before_any_body(live_app: LiveServer) -> None:
-    head = (
-        "POST /lookup HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\n"
-        f"Content-Length: {50 * 1024 * 1024}\r\n\r\n"
-    )
+    head = f"POST /lookup HTTP/1.1\r\nHost: t\r\nContent-Type: text/plain\r\nContent-Length: {50 * 1024 * 1024}\r\n\r\n"
     answer = _send(live_app, head, [])
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert b"application/problem+json" in answer
@@ -41,5 +38,7 @@ def test_chunked_body_is_refused_as_soon_as_it_passes_the_limit(live_app: LiveSe
 def test_a_body_under_the_limit_still_works(live_app: LiveServer) -> None:
     import httpx
 
-    response = httpx.post(f"{live_app.url}/lookup", content=b"HarmonyError: x" * 100, headers={"content-type": "text/plain"})
+    response = httpx.post(
+        f"{live_app.url}/lookup", content=b"HarmonyError: x" * 100, headers={"content-type": "text/plain"}
+    )
     assert response.status_code == 200

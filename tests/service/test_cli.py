@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from service.cli import main
+from service.config import Settings
 from service.models import LookupResponse
-from tests.service.conftest import LiveServer
+from tests.service.support import FastComponents, LiveServer, wait_until
 
 ERROR = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
 
@@ -46,7 +49,7 @@ def test_lookup_reports_service_errors_readably(live_app: LiveServer) -> None:
     assert "Traceback" not in refused.output
 
 
-def test_lookup_sends_the_read_token(make_client, settings, fast_components) -> None:  # type: ignore[no-untyped-def]
+def test_lookup_sends_the_read_token(settings: Settings, fast_components: FastComponents) -> None:
     from pydantic import SecretStr
 
     from service.app import create_app
@@ -54,26 +57,28 @@ def test_lookup_sends_the_read_token(make_client, settings, fast_components) -> 
     secured = settings.model_copy(update={"read_token": SecretStr("t" * 30)})
     app = create_app(secured, loader=lambda s, note: fast_components.engine(s))
     with LiveServer(app) as server:
-        from tests.service.conftest import wait_until
-
         wait_until(lambda: app.state.runtime.state == "ready")
         denied = CliRunner().invoke(main, ["lookup", "--url", server.url, ERROR])
         assert denied.exit_code == 1 and "401" in denied.output
-        allowed = CliRunner().invoke(main, ["lookup", "--url", server.url, ERROR], env={"GPTOSS_DOCTOR_READ_TOKEN": "t" * 30})
+        allowed = CliRunner().invoke(
+            main, ["lookup", "--url", server.url, ERROR], env={"GPTOSS_DOCTOR_READ_TOKEN": "t" * 30}
+        )
         assert allowed.exit_code == 0, allowed.output
 
 
-def test_serve_options_mirror_the_settings_env_vars(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_serve_options_mirror_the_settings_env_vars(monkeypatch: pytest.MonkeyPatch) -> None:
     import uvicorn
 
-    seen: dict = {}
+    seen: dict[str, Any] = {}
 
-    def fake_run(app, host, port, log_level):  # type: ignore[no-untyped-def]
+    def fake_run(app: Any, host: str, port: int, log_level: str) -> None:
         seen.update(app=app, host=host, port=port, settings=app.state.runtime.settings)
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
     result = CliRunner().invoke(
-        main, ["serve", "--port", "8123"], env={"GPTOSS_DOCTOR_HOST": "0.0.0.0", "GPTOSS_DOCTOR_REINDEX_INTERVAL": "6h"}
+        main,
+        ["serve", "--port", "8123"],
+        env={"GPTOSS_DOCTOR_HOST": "0.0.0.0", "GPTOSS_DOCTOR_REINDEX_INTERVAL": "6h"},
     )
     assert result.exit_code == 0, result.output
     assert (seen["host"], seen["port"]) == ("0.0.0.0", 8123)

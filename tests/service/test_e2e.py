@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
+from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +12,7 @@ from service.app import create_app
 from service.cli import main
 from service.config import Settings
 from service.engine import LookupEngine
-from tests.service.conftest import wait_until
+from tests.service.support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +21,12 @@ KNOWN = [
     (
         "(APIServer pid=1) ERROR 06-23 09:42:17 [serving.py:932] openai_harmony.HarmonyError: "
         "Unexpected token 200002 while expecting start token 200006",
-        {"vllm-project/vllm#46464", "vllm-project/vllm#50690", "vllm-project/vllm#56216", "vllm-project/vllm#47350"},
+        {
+            "vllm-project/vllm#46464",
+            "vllm-project/vllm#50690",
+            "vllm-project/vllm#56216",
+            "vllm-project/vllm#47350",
+        },
     ),
     (
         "(APIServer pid=312) ERROR 09-02 17:45:51 [serving_chat.py:1145] openai_harmony.HarmonyError: "
@@ -30,14 +34,15 @@ KNOWN = [
         {"vllm-project/vllm#23567", "openai/harmony#82", "vllm-project/vllm#28303", "openai/harmony#38"},
     ),
     (
-        "(EngineCore_0 pid=4179) ERROR 08-15 19:02:36 [core.py:683] ModuleNotFoundError: No module named 'triton_kernels'",
+        "(EngineCore_0 pid=4179) ERROR 08-15 19:02:36 [core.py:683] "
+        "ModuleNotFoundError: No module named 'triton_kernels'",
         {"vllm-project/vllm#23008", "vllm-project/vllm#22290", "openai/gpt-oss#45"},
     ),
 ]
 
 
 @pytest.fixture(scope="module")
-def engine(built_index: Settings) -> LookupEngine:
+def engine(built_index: Settings) -> Iterator[LookupEngine]:
     engine = LookupEngine.open(built_index, build_if_empty=False)
     yield engine
     engine.close()
@@ -94,28 +99,3 @@ def test_cli_lookup_runs_in_process_on_the_local_index(built_index: Settings, mo
     assert result.exit_code == 0, result.output
     assert KNOWN[2][1] & {word.rstrip(":") for word in result.stdout.split()}
     assert "building" not in result.stderr.lower()
-
-
-def test_first_start_on_an_empty_data_dir_builds_the_index_offline(
-    built_index: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    data_dir = tmp_path / "fresh"
-    # Reuse the exported model so this test times the build, not the ONNX export.
-    shutil.copytree(built_index.model_cache_dir, data_dir / "models")
-    monkeypatch.setenv("GPTOSS_DOCTOR_GITHUB_API_URL", "http://127.0.0.1:9")  # any network use would fail
-    settings = Settings(data_dir=data_dir)
-    app = create_app(settings)
-    with TestClient(app) as client:
-        early = client.post("/lookup", json={"error": KNOWN[0][0]})
-        assert early.status_code == 503 and "Retry-After" in early.headers
-        wait_until(lambda: app.state.runtime.state != "starting", timeout=300)
-        assert app.state.runtime.state == "ready", app.state.runtime.error
-        answer = client.post("/lookup", json={"error": KNOWN[0][0]}).json()
-        assert KNOWN[0][1] & {i["id"] for i in answer["issues"]}
-        assert client.get("/v1/index/status").json()["documents"] > 600
-    # The CLI on a missing index says on stderr that it builds first.
-    monkeypatch.setenv("GPTOSS_DOCTOR_DATA_DIR", str(tmp_path / "cli-fresh"))
-    shutil.copytree(built_index.model_cache_dir, tmp_path / "cli-fresh" / "models")
-    result = CliRunner().invoke(main, ["lookup", "--json", KNOWN[2][0]])
-    assert result.exit_code == 0, result.output
-    assert "No index yet" in result.stderr and "No index yet" not in result.stdout

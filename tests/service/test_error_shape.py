@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -16,7 +17,7 @@ from service.engine import LookupEngine
 PROBLEM_KEYS = {"type", "title", "status", "detail", "instance"}
 
 
-def assert_problem(response, status: int) -> dict:  # type: ignore[no-untyped-def]
+def assert_problem(response: Any, status: int) -> dict[str, Any]:
     """Every error: the status, the problem media type, the RFC 9457 members, a useful detail."""
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
@@ -32,7 +33,11 @@ def assert_problem(response, status: int) -> dict:  # type: ignore[no-untyped-de
 CASES: list[tuple[str, dict, int]] = [
     ("invalid json", {"content": b"{not json", "headers": {"content-type": "application/json"}}, 400),
     ("not utf-8", {"content": b"\xff\xfe error", "headers": {"content-type": "text/plain"}}, 400),
-    ("unsupported type", {"content": b"error=x", "headers": {"content-type": "application/x-www-form-urlencoded"}}, 400),
+    (
+        "unsupported type",
+        {"content": b"error=x", "headers": {"content-type": "application/x-www-form-urlencoded"}},
+        400,
+    ),
     ("blank error", {"json": {"error": "   "}}, 422),
     ("top_k too big", {"json": {"error": "HarmonyError", "top_k": 51}}, 422),
     ("over the limit", {"content": b"x" * (64 * 1024 + 1), "headers": {"content-type": "text/plain"}}, 413),

@@ -20,7 +20,16 @@ def test_json_lookup_returns_the_contract(client: TestClient) -> None:
     assert response.status_code == 200, response.text
     body = response.json()
     answer = LookupResponse.model_validate(body)
-    assert set(body) >= {"query", "analysis", "issues", "fixes", "advice", "index", "no_confident_match", "degraded"}
+    assert set(body) >= {
+        "query",
+        "analysis",
+        "issues",
+        "fixes",
+        "advice",
+        "index",
+        "no_confident_match",
+        "degraded",
+    }
     assert len(answer.issues) <= 3
     assert answer.query.signatures and "200002" in answer.query.normalized
     assert {t.id for t in answer.analysis.tokens} >= {200002, 200006}
@@ -91,7 +100,9 @@ def test_declared_length_over_the_limit_is_413(client: TestClient) -> None:
     for media in ("text/plain", "application/json"):
         response = client.post("/lookup", content=body, headers={"content-type": media})
         assert response.status_code == 413, response.text
-    at_limit = client.post("/lookup", content=b"HarmonyError " + b"x" * (LIMIT - 13), headers={"content-type": "text/plain"})
+    at_limit = client.post(
+        "/lookup", content=b"HarmonyError " + b"x" * (LIMIT - 13), headers={"content-type": "text/plain"}
+    )
     assert at_limit.status_code == 200
 
 

@@ -10,7 +10,7 @@ from pydantic import SecretStr
 
 import service.deps
 from service.config import Settings
-from tests.service.conftest import RecordingRunner, wait_until
+from tests.service.support import RecordingRunner, wait_until
 
 ADMIN = "admin-" + "x" * 40
 READ = "read-" + "y" * 40
@@ -30,11 +30,21 @@ def test_admin_endpoints_are_disabled_without_a_token(client: TestClient, runner
 
 @pytest.mark.parametrize(
     "headers",
-    [{}, bearer("wrong"), bearer(ADMIN + "x"), bearer(ADMIN[:-1]), {"Authorization": ADMIN}, {"Authorization": f"Basic {ADMIN}"}],
+    [
+        {},
+        bearer("wrong"),
+        bearer(ADMIN + "x"),
+        bearer(ADMIN[:-1]),
+        {"Authorization": ADMIN},
+        {"Authorization": f"Basic {ADMIN}"},
+    ],
     ids=["missing", "wrong", "longer", "prefix", "no-scheme", "basic"],
 )
 def test_admin_endpoints_refuse_a_missing_or_wrong_token(
-    make_client: Callable[..., TestClient], settings: Settings, runner: RecordingRunner, headers: dict[str, str]
+    make_client: Callable[..., TestClient],
+    settings: Settings,
+    runner: RecordingRunner,
+    headers: dict[str, str],
 ) -> None:
     client = make_client(settings.model_copy(update={"admin_token": SecretStr(ADMIN)}))
     response = client.post("/v1/index/sync", headers=headers)
@@ -101,9 +111,7 @@ def test_cors_is_off_by_default(client: TestClient) -> None:
     origin = {"Origin": "https://evil.example"}
     response = client.post("/lookup", json={"error": "HarmonyError"}, headers=origin)
     assert "access-control-allow-origin" not in response.headers
-    preflight = client.options(
-        "/lookup", headers={**origin, "Access-Control-Request-Method": "POST"}
-    )
+    preflight = client.options("/lookup", headers={**origin, "Access-Control-Request-Method": "POST"})
     assert "access-control-allow-origin" not in preflight.headers
 
 

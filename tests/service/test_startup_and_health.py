@@ -6,11 +6,12 @@ import threading
 from collections.abc import Callable
 
 from fastapi.testclient import TestClient
+from pydantic import SecretStr
 
 from service.app import create_app
 from service.config import Settings
 from service.engine import LookupEngine
-from tests.service.conftest import FastComponents, MemoryStore, RecordingRunner, wait_until
+from tests.service.support import FastComponents, MemoryStore, RecordingRunner, wait_until
 
 
 def test_port_answers_503_with_retry_after_until_ready(settings: Settings, fast_components: FastComponents) -> None:
@@ -101,7 +102,12 @@ def test_index_status_reports_the_index_and_scheduler(client: TestClient) -> Non
     assert status["documents"] > 600 and status["issues"] > 600
     assert status["generation"]
     assert status["built_at"].startswith("2026-11-22")
-    assert status["scheduler"] == {"enabled": False, "interval_seconds": None, "running": False, "next_run_at": None}
+    assert status["scheduler"] == {
+        "enabled": False,
+        "interval_seconds": None,
+        "running": False,
+        "next_run_at": None,
+    }
 
 
 def test_new_generation_is_picked_up_without_restart(
@@ -114,15 +120,25 @@ def test_new_generation_is_picked_up_without_restart(
     marker = "ZyxwQuux9 exploded while frobnicating the harmony header"
     before = client.post("/lookup", json={"error": marker}).json()
     assert all(i["id"] != "example/repo#1" for i in before["issues"])
-    store.upsert([Document(id="example/repo#1", kind="issue", repo="example/repo", number=1, title=marker,
-                           url="https://github.com/example/repo/issues/1", state="open", text=marker,
-                           error_signatures=[marker])])
+    store.upsert(
+        [
+            Document(
+                id="example/repo#1",
+                kind="issue",
+                repo="example/repo",
+                number=1,
+                title=marker,
+                url="https://github.com/example/repo/issues/1",
+                state="open",
+                text=marker,
+                error_signatures=[marker],
+            )
+        ]
+    )
     wait_until(lambda: client.post("/lookup", json={"error": marker}).json()["issues"][0]["id"] == "example/repo#1")
 
 
-def _secret(value: str):  # type: ignore[no-untyped-def]
-    from pydantic import SecretStr
-
+def _secret(value: str) -> SecretStr:
     return SecretStr(value)
 
 

@@ -1,0 +1,116 @@
+"""The MCP server mounted in the HTTP service: streamable HTTP at ``/mcp``, same tools as stdio.
+
+The SDK's session manager must run for as long as the app serves, so :func:`mount_mcp` wraps the
+app's lifespan around it; the endpoint applies the service's read token like ``/lookup`` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver import MCPServer
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from service.config import Settings
+from service.mcp_server import EngineBackend, build_mcp
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    from service.engine import LookupEngine
+
+MCP_PATH = "/mcp"
+
+
+class _McpEndpoint:
+    """The ASGI endpoint at /mcp: bearer check (when a read token is set), then the session manager.
+
+    A fresh session manager is started in each app lifespan (the SDK's manager runs only once), so
+    the same app can be started and stopped again, as tests do.
+    """
+
+    def __init__(self, server: MCPServer[Any], settings: Settings) -> None:
+        self.server = server
+        self.settings = settings
+        self.manager: StreamableHTTPSessionManager | None = None
+
+    def new_manager(self) -> StreamableHTTPSessionManager:
+        # Stateless + JSON responses: every request stands alone, so replicas behind a load balancer
+        # need no sticky sessions, and no tool streams or calls back into the client.
+        self.server.streamable_http_app(
+            streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=self.settings.host
+        )
+        return self.server.session_manager
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # pragma: no cover - routes only pass http scopes
+            return
+        token = self.settings.read_token
+        if token is not None and not _bearer_ok(scope, token.get_secret_value()):
+            detail = "This endpoint requires a bearer token (Authorization: Bearer <token>)."
+            await _send_problem(send, 401, "Unauthorized", detail, {"www-authenticate": "Bearer"})
+            return
+        if self.manager is None:
+            detail = "The MCP endpoint starts with the app's lifespan; retry shortly."
+            await _send_problem(send, 503, "Service not ready", detail)
+            return
+        await self.manager.handle_request(scope, receive, send)
+
+
+def _bearer_ok(scope: Scope, expected: str) -> bool:
+    for key, value in scope.get("headers", []):
+        if key == b"authorization":
+            scheme, _, given = value.decode("latin-1").partition(" ")
+            return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), expected)
+    return False
+
+
+async def _send_problem(
+    send: Send, status: int, title: str, detail: str, headers: dict[str, str] | None = None
+) -> None:
+    """A problem+json response in the same shape as the rest of the API (before FastAPI routing)."""
+    body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+    raw = [(b"content-type", b"application/problem+json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
+
+
+def mount_mcp(
+    app: FastAPI,
+    settings: Settings,
+    engine_provider: Callable[[], LookupEngine | None],
+    *,
+    not_ready_detail: Callable[[], str] | None = None,
+) -> MCPServer[Any]:
+    """Serve the MCP tools over streamable HTTP at ``/mcp`` inside ``app``; returns the server.
+
+    ``engine_provider`` returns the app's engine (None while it loads). The SDK's session manager
+    must run for as long as the app serves, so this wraps the app's lifespan: the manager starts
+    before the app's own start-up and stops after its shutdown.
+    """
+    backend = EngineBackend(engine_provider, not_ready_detail=not_ready_detail)
+    server = build_mcp(lambda: backend, docs_dir=settings.docs_dir, core_repos=settings.repos)
+    endpoint = _McpEndpoint(server, settings)
+    app.router.routes.append(Route(MCP_PATH, endpoint=endpoint, methods=["GET", "POST", "DELETE"]))
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(asgi_app: Any) -> AsyncIterator[Any]:
+        manager = endpoint.new_manager()
+        async with manager.run():
+            endpoint.manager = manager
+            try:
+                async with inner(asgi_app) as state:
+                    yield state
+            finally:
+                endpoint.manager = None
+
+    app.router.lifespan_context = lifespan
+    return server

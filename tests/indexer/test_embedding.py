@@ -1,0 +1,152 @@
+"""The real bundled model: the ONNX int8 export agrees with torch, is cached, and falls back safely."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer import embedding
+from indexer.embedding import (
+    MIN_MEAN_COSINE,
+    MIN_TEXT_COSINE,
+    OnnxEmbedder,
+    TorchEmbedder,
+    bundled_model_path,
+    export_folder,
+    load_embedder,
+)
+from indexer.errors import EmbeddingError
+from indexer.sources.cards import card_documents
+from indexer.sources.markdown import markdown_documents
+from service.config import PROJECT_ROOT, Settings
+from tests.fakes import TEST_CACHE
+
+pytestmark = pytest.mark.slow
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def torch_embedder() -> TorchEmbedder:
+    return TorchEmbedder(bundled_model_path())
+
+
+def corpus() -> list[str]:
+    """KB card texts (every 10th) and the real doc sections, plus short error lines."""
+    cards = [d.text for d in card_documents()][::10]
+    sections = [d.text for d in markdown_documents(PROJECT_ROOT)]
+    return cards + sections + ["HarmonyError: unexpected tokens remaining in message header", "x"]
+
+
+def test_the_default_embedder_is_onnx_int8_and_normalised(real_embedder: OnnxEmbedder) -> None:
+    assert isinstance(real_embedder, OnnxEmbedder)
+    assert real_embedder.name == "all-MiniLM-L6-v2/onnx-int8" and real_embedder.dimension == 384
+    vectors = real_embedder.encode(["KeyError: 'tool_calls'", "a much longer line " * 300, ""])
+    assert vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # Batching and ordering do not change a text's vector.
+    single = real_embedder.encode(["KeyError: 'tool_calls'"])[0]
+    assert float(single @ vectors[0]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_onnx_int8_agrees_with_torch_on_the_kb_and_docs(
+    real_embedder: OnnxEmbedder, torch_embedder: TorchEmbedder
+) -> None:
+    texts = corpus()
+    cosines = (real_embedder.encode(texts) * torch_embedder.encode(texts)).sum(axis=1)
+    assert float(cosines.mean()) >= MIN_MEAN_COSINE, cosines.mean()
+    assert float(cosines.min()) >= MIN_TEXT_COSINE, cosines.min()
+    # The check recorded at export time passed the same thresholds.
+    assert real_embedder.check["mean_cosine"] >= MIN_MEAN_COSINE
+    assert real_embedder.check["min_cosine"] >= MIN_TEXT_COSINE
+
+
+def test_onnx_and_torch_rank_the_kb_alike(real_embedder: OnnxEmbedder, torch_embedder: TorchEmbedder) -> None:
+    cards = card_documents()[::6]
+    queries = [c.error_signatures[0] for c in cards if c.error_signatures][:20]
+    texts = [c.text for c in cards]
+    onnx_top = (real_embedder.encode(queries) @ real_embedder.encode(texts).T).argmax(axis=1)
+    torch_top = (torch_embedder.encode(queries) @ torch_embedder.encode(texts).T).argmax(axis=1)
+    assert (onnx_top == torch_top).mean() >= 0.9
+
+
+def test_the_query_path_loads_the_cached_export_without_torch(real_embedder: OnnxEmbedder) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        started = time.perf_counter()
+        from indexer.embedding import load_embedder
+        from service.config import Settings
+        embedder = load_embedder(Settings(data_dir={str(TEST_CACHE)!r}))
+        embedder.encode(["HarmonyError: x"])
+        print(embedder.name, "torch" in sys.modules, round(time.perf_counter() - started, 2))
+        """
+    )
+    manifest = real_embedder.folder / "manifest.json"
+    before = manifest.stat().st_mtime
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    name, torch_loaded, seconds = out.stdout.split()
+    assert name == "all-MiniLM-L6-v2/onnx-int8" and torch_loaded == "False"
+    assert float(seconds) < 10
+    assert manifest.stat().st_mtime == before  # not exported again
+
+
+def _copy_export(real_embedder: OnnxEmbedder, settings: Settings, **check: float) -> Path:
+    target = export_folder(settings, bundled_model_path())
+    shutil.copytree(real_embedder.folder, target)
+    manifest = json.loads((target / "manifest.json").read_text())
+    manifest["check"].update(check)
+    (target / "manifest.json").write_text(json.dumps(manifest))
+    return target
+
+
+def test_a_failed_agreement_check_falls_back_to_torch(
+    real_embedder: OnnxEmbedder, settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    _copy_export(real_embedder, settings, mean_cosine=0.93, min_cosine=0.7)
+    with caplog.at_level(logging.WARNING, logger="indexer.embedding"):
+        fallback = load_embedder(settings)
+    assert isinstance(fallback, TorchEmbedder) and fallback.name == "all-MiniLM-L6-v2/torch"
+    assert "disagrees with torch" in caplog.text and "using torch" in caplog.text
+    strict = settings.model_copy(update={"embedding_backend": "onnx"})
+    with pytest.raises(EmbeddingError, match="disagrees with torch"):
+        load_embedder(strict)
+
+
+def test_a_failed_export_falls_back_to_torch(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: object) -> None:
+        raise RuntimeError("exporter unavailable")
+
+    monkeypatch.setattr(embedding, "_export_onnx", broken)
+    with caplog.at_level(logging.WARNING, logger="indexer.embedding"):
+        fallback = load_embedder(settings)
+    assert isinstance(fallback, TorchEmbedder)
+    assert "exporter unavailable" in caplog.text
+    # Nothing half-written is left in the cache.
+    assert not export_folder(settings, bundled_model_path()).exists()
+    assert not list(settings.model_cache_dir.glob(".export-*"))
+    with pytest.raises(EmbeddingError, match="export"):
+        load_embedder(settings.model_copy(update={"embedding_backend": "onnx"}))
+
+
+def test_torch_backend_is_used_when_asked(settings: Settings, torch_embedder: TorchEmbedder) -> None:
+    chosen = load_embedder(settings.model_copy(update={"embedding_backend": "torch"}))
+    assert isinstance(chosen, TorchEmbedder)
+    vectors = chosen.encode(["HarmonyError"])
+    assert np.allclose(vectors, torch_embedder.encode(["HarmonyError"]), atol=1e-5)
+
+
+def test_a_model_folder_without_a_tokenizer_is_an_embedding_error(settings: Settings, tmp_path: Path) -> None:
+    (tmp_path / "model").mkdir()
+    with pytest.raises(EmbeddingError, match="not a sentence-transformers model"):
+        load_embedder(settings.model_copy(update={"model_path": tmp_path / "model"}))

@@ -1,0 +1,120 @@
+"""Chroma server mode: the server goes away while the service runs, then comes back (issue 7).
+
+A real `chroma run` process holds an index built by the real indexer; the real app (real Store over
+HTTP, real engine) serves it over real HTTP. The server is then stopped (SIGTERM: connections refused)
+or paused (SIGSTOP: connections accepted, never answered: the case that needs client timeouts). While
+it is away every request must answer within a bounded time: ``/lookup`` from the lexical leg marked
+``degraded: true`` (or a 503 problem+json), ``/health`` degraded. When it is back, on the same port and
+data path, the service recovers without a restart.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from service.config import Settings
+from tests.fakes import HashingEmbedder
+from tests.reliability.conftest import ChromaServer, LiveServer, wait_until
+
+pytestmark = pytest.mark.slow
+
+ERROR = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+ANSWER_BOUND = 15.0
+"""Seconds any request may take while the store is away: the Chroma client read timeout (10 s) or
+the engine's store probe deadline (5 s), plus slack; the HTTP client here gives up 10 s later."""
+RECOVERY_BOUND = 45.0
+"""Seconds for the service to notice the server is back."""
+
+
+def _stop(chroma: ChromaServer, outage: str) -> None:
+    assert chroma.process is not None
+    if outage == "paused":
+        os.killpg(chroma.process.pid, signal.SIGSTOP)
+    else:
+        chroma.stop()
+
+
+def _resume(chroma: ChromaServer, outage: str) -> None:
+    if outage == "paused":
+        assert chroma.process is not None
+        os.killpg(chroma.process.pid, signal.SIGCONT)
+    else:
+        chroma.start()  # same port, same --path
+
+
+@pytest.fixture
+def served(chroma: ChromaServer, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[httpx.Client]:
+    """The app on an index built into the Chroma server, over real HTTP; yields an HTTP client."""
+    from indexer.build import build_index
+    from service.app import create_app
+    from service.engine import LookupEngine
+
+    chroma.start()
+    embedder = HashingEmbedder()
+    settings = Settings(
+        data_dir=tmp_path / "data", chroma_url=chroma.url, collection=f"outage_{request.node.callspec.id}"
+    )
+    build_index(settings, embedder=embedder, github=False, progress=False)
+    app = create_app(settings, loader=lambda s, note: LookupEngine.open(s, embedder=embedder))
+    with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=ANSWER_BOUND + 10) as http:
+        wait_until(lambda: app.state.runtime.state == "ready", timeout=60)
+        yield http
+
+
+def _timed(call: Any, *args: Any, **kwargs: Any) -> tuple[httpx.Response, float]:
+    start = time.monotonic()
+    response = call(*args, **kwargs)
+    return response, time.monotonic() - start
+
+
+def _healthy_again(http: httpx.Client) -> bool:
+    answer = http.post("/lookup", json={"error": ERROR})
+    return (
+        answer.status_code == 200
+        and answer.json()["degraded"] is False
+        and http.get("/health").json()["status"] == "ok"
+    )
+
+
+@pytest.mark.parametrize("outage", ["terminated", "paused"])
+def test_lookups_degrade_within_bounds_and_recover_when_the_server_returns(
+    outage: str, chroma: ChromaServer, served: httpx.Client
+) -> None:
+    http = served
+    before = http.post("/lookup", json={"error": ERROR})
+    assert before.status_code == 200 and before.json()["degraded"] is False
+    assert before.json()["issues"], "the baseline lookup found nothing: the test would prove little"
+    assert http.get("/health").json()["status"] == "ok"
+
+    _stop(chroma, outage)
+    try:
+        for attempt in range(3):  # the first call meets the outage, the later ones the degraded state
+            answer, elapsed = _timed(http.post, "/lookup", json={"error": ERROR})
+            assert elapsed < ANSWER_BOUND, f"lookup {attempt} took {elapsed:.1f}s with the server {outage}"
+            if answer.status_code == 200:
+                body = answer.json()
+                assert body["degraded"] is True, body
+                # The lexical leg still knows the exact signature.
+                assert body["issues"] and body["issues"][0]["id"] == before.json()["issues"][0]["id"]
+            else:
+                assert answer.status_code == 503, answer.text
+                assert answer.headers["content-type"].startswith("application/problem+json")
+        health, elapsed = _timed(http.get, "/health")
+        assert elapsed < ANSWER_BOUND, f"/health took {elapsed:.1f}s with the server {outage}"
+        assert health.json()["status"] == "degraded", health.json()
+        status, elapsed = _timed(http.get, "/v1/index/status")
+        assert elapsed < ANSWER_BOUND and status.status_code == 200, (elapsed, status.text)
+    finally:
+        _resume(chroma, outage)
+
+    wait_until(lambda: _healthy_again(http), timeout=RECOVERY_BOUND)
+    after = http.post("/lookup", json={"error": ERROR}).json()
+    assert after["issues"][0]["id"] == before.json()["issues"][0]["id"]

@@ -1,0 +1,156 @@
+"""LookupEngine generations and degraded mode; answer assembly (fixes always with sources); scheduler."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+from typing import Any
+
+from indexer.documents import Document, State
+from service.answer import Knowledge, build_fixes
+from service.config import Settings
+from service.retrieval import Hit
+from service.scheduler import Scheduler
+from tests.service.support import FastComponents, RecordingRunner, wait_until
+
+
+def _issue(number: int, **extra: Any) -> Document:
+    return Document(
+        id=f"o/r#{number}",
+        kind="issue",
+        repo="o/r",
+        number=number,
+        title=f"issue {number}",
+        url=f"https://github.com/o/r/issues/{number}",
+        state="open",
+        text=f"issue {number}",
+        **extra,
+    )
+
+
+def _pull(number: int, state: State, fixes: list[str]) -> Document:
+    return Document(
+        id=f"o/r#{number}",
+        kind="pull",
+        repo="o/r",
+        number=number,
+        title=f"fix {number}",
+        url=f"https://github.com/o/r/pull/{number}",
+        state=state,
+        text="fix",
+        fixes=fixes,
+        fix="Patch the parser.",
+    )
+
+
+def _hit(doc: Document, confidence: str = "high") -> Hit:
+    return Hit(doc=doc, score=0.9, confidence=confidence, why=["test"])  # type: ignore[arg-type]
+
+
+def test_fixes_come_from_cards_merged_prs_and_citing_sections_each_with_sources() -> None:
+    issue = _issue(1, fix="Upgrade to 0.11.", workarounds=["set X=1"], fix_confirmed=True, fixed_by=["o/r#3"])
+    merged, still_open = _pull(2, "merged", ["o/r#1"]), _pull(3, "open", [])
+    section = Document(
+        id="reference/known-issues.md#x",
+        kind="reference-section",
+        title="X",
+        heading_path=["Known issues", "X"],
+        text="Why X happens.\n\n- Step one\n",
+        references=["o/r#1"],
+    )
+    knowledge = Knowledge([issue, merged, still_open, section])
+    assert knowledge.fixing_prs("o/r#1") == ["o/r#2", "o/r#3"]
+    fixes = build_fixes([_hit(issue)], knowledge)
+    assert [f.sources[0] for f in fixes] == [issue.url, merged.url, section.id]
+    assert fixes[0].confirmed and fixes[0].steps == ["set X=1"]
+    assert fixes[1].confirmed and "o/r#2" in fixes[1].summary  # the open PR o/r#3 is not a fix
+    assert fixes[2].summary.startswith("Known issues > X: Why X happens.") and fixes[2].steps == ["Step one"]
+    assert all(f.sources for f in fixes)
+
+
+def test_low_confidence_hits_contribute_no_fixes() -> None:
+    issue = _issue(1, fix="Upgrade.")
+    assert build_fixes([_hit(issue, "low")], Knowledge([issue])) == []
+
+
+def test_thread_cited_by_many_sections_keeps_the_ones_ranked_for_the_query() -> None:
+    issue = _issue(1)
+    sections = [
+        Document(
+            id=f"reference/known-issues.md#s{i}",
+            kind="reference-section",
+            title=f"S{i}",
+            text="text",
+            references=["o/r#1"],
+        )
+        for i in range(3)
+    ]
+    knowledge = Knowledge([issue, *sections])
+    fixes = build_fixes([_hit(issue)], knowledge, ranked_sections={"reference/known-issues.md#s1"})
+    assert [f.sources[0] for f in fixes] == ["reference/known-issues.md#s1"]
+
+
+def test_generation_check_is_rate_limited_and_reloads_on_change(
+    fast_components: FastComponents, settings: Settings
+) -> None:
+    store = fast_components.store()
+    engine = fast_components.engine(settings, store, check_interval=60.0)
+    calls = store.calls.get("generation", 0)
+    for _ in range(20):
+        engine.lookup("HarmonyError")
+    assert store.calls.get("generation", 0) - calls <= 1
+    store.upsert([_issue(7)])
+    assert engine.reload_if_changed() is False  # still inside the interval
+    assert engine.reload_if_changed(now=True) is True
+    assert engine.generation == store.generation()
+
+
+def test_unreachable_store_keeps_the_last_index_serving(fast_components: FastComponents, settings: Settings) -> None:
+    store = fast_components.store()
+    engine = fast_components.engine(settings, store, check_interval=0.0)
+    store.down = True
+    answer = engine.lookup("openai_harmony.HarmonyError: unexpected tokens remaining in message header")
+    assert answer.degraded and answer.issues
+    assert any("unreachable" in r for r in engine.degraded_reasons())
+    store.down = False
+    engine.lookup("HarmonyError")
+    assert engine.degraded_reasons() == []
+
+
+def test_hung_store_is_bounded(fast_components: FastComponents, settings: Settings) -> None:
+    store = fast_components.store()
+    engine = fast_components.engine(settings, store, check_interval=0.0, store_timeout=0.2)
+    real = store.generation
+
+    def hung() -> str:
+        time.sleep(2)
+        return real()
+
+    store.generation = hung  # type: ignore[method-assign]
+    started = time.monotonic()
+    assert engine.reload_if_changed(now=True) is False
+    assert time.monotonic() - started < 1.0
+    assert any("did not answer" in r for r in engine.degraded_reasons())
+
+
+def test_periodic_resync_runs_and_never_overlaps(settings: Settings, runner: RecordingRunner) -> None:
+    finished: list[int] = []
+    scheduler = Scheduler(
+        Settings(data_dir=settings.data_dir, reindex_interval=timedelta(seconds=0.05)),
+        runner=runner,
+        on_finished=lambda: finished.append(1),
+    )
+    runner.release.clear()
+    scheduler.start()
+    try:
+        assert runner.started.wait(5)
+        assert scheduler.trigger("rebuild") is False  # the periodic run holds the lock
+        assert scheduler.state().running and scheduler.state().enabled
+        time.sleep(0.2)
+        assert runner.calls == ["sync"]  # no second periodic run while the first is in progress
+        runner.release.set()
+        wait_until(lambda: len(runner.calls) >= 2)
+        assert set(runner.calls) == {"sync"} and finished
+        assert scheduler.last_run is not None and scheduler.last_run["ok"]
+    finally:
+        scheduler.stop()
