@@ -10,7 +10,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,29 @@ def single_client(base_url: str, texts: Sequence[tuple[str, str]], *, deadline_s
             run.samples.append(post_lookup(client, text, kind, t0))
     run.seconds = time.perf_counter() - t0
     return run
+
+
+def interleaved(
+    base_url: str, texts: Sequence[tuple[str, str]], baseline: Callable[[str], object], *, deadline_s: float
+) -> tuple[RunResult, list[float]]:
+    """One client, each (kind, text) once; before each request the same text through ``baseline``.
+
+    Interleaving puts both figures under the same machine conditions, so their ratio stays fair when
+    other work comes and goes on a small machine. Returns the lookups and the baseline's milliseconds.
+    """
+    run = RunResult(clients=1)
+    base_ms: list[float] = []
+    t0 = time.perf_counter()
+    with httpx.Client(base_url=base_url, timeout=REQUEST_TIMEOUT) as client:
+        for kind, text in texts:
+            if time.perf_counter() - t0 > deadline_s:
+                break
+            started = time.perf_counter()
+            baseline(text)
+            base_ms.append((time.perf_counter() - started) * 1000)
+            run.samples.append(post_lookup(client, text, kind, t0))
+    run.seconds = time.perf_counter() - t0
+    return run, base_ms
 
 
 def concurrent(

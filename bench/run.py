@@ -14,8 +14,9 @@ Phases, in order (each in a fresh temp data dir, nothing outside it is written):
 3. Quality: the full pipeline through ``LookupEngine`` on the built index, BM25 and dense baselines,
    on ``dev.jsonl`` and ``dev-hard.jsonl`` (``GPTOSS_DOCTOR_EVAL_DIR``, default ``../shared/eval``);
    then a stage breakdown and a cProfile of in-process lookups.
-4. The naive embedding step, ``SentenceTransformer(bundled).encode([q])``, over the same texts.
-5. ``gptoss-doctor serve`` on a free 127.0.0.1 port: cold start, one client over distinct queries,
+4. ``gptoss-doctor serve`` on a free 127.0.0.1 port: cold start, one client over distinct queries
+   with the naive embedding step, ``SentenceTransformer(bundled).encode([q])``, timed on the same text
+   just before each request (interleaved, so both see the same machine load),
    8 concurrent clients, then the load run (8, 16, 32 clients; short errors and ~100 KB logs) while a
    re-index runs, RSS sampled throughout; ``--fuzz-cases N`` hands the live URL to ``bench/fuzz.py``.
 """
@@ -41,6 +42,7 @@ from bench import machine, phases, served
 from bench.report import markdown, targets
 
 RESULTS = Path(__file__).resolve().parent / "results"
+PHASES = ("github", "quality", "profile", "serve", "load")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -65,10 +67,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="How the load run re-indexes: `gptoss-doctor index` beside the server, the admin "
         "endpoint, or auto (the CLI when the store lock allows it, else the endpoint).",
     )
-    parser.add_argument("--no-profile", action="store_true", help="Skip the cProfile of in-process lookups.")
+    parser.add_argument(
+        "--skip",
+        type=lambda v: [p for p in v.split(",") if p],
+        default=[],
+        help=f"Comma-separated phases to leave out: {', '.join(PHASES)} (for iterating; a full run has none).",
+    )
+    parser.add_argument(
+        "--from-data-dir",
+        type=Path,
+        default=None,
+        help="Copy this built data dir instead of running the index phase (for iterating on speed).",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="Folder for latest.md/latest.json.")
     parser.add_argument("--keep", action="store_true", help="Keep the temp data dirs (their path is printed).")
     args = parser.parse_args(argv)
+    unknown = set(args.skip) - set(PHASES)
+    if unknown:
+        parser.error(f"unknown phase(s) in --skip: {', '.join(sorted(unknown))}")
     if args.limit is None and args.quick:
         args.limit = 12
     if args.load_seconds is None:
@@ -111,39 +127,50 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(tempfile.mkdtemp(prefix="gptoss-doctor-bench-"))
     data_dir = root / "data"
     args.out.mkdir(parents=True, exist_ok=True)
+    skip = set(args.skip)
     texts: list[tuple[str, str]] = []
     try:
-        with run.phase("index"):
-            r["index"] = phases.index(data_dir)
-        with run.phase("github"), phases.fake_github() as fake:
-            r["github"] = phases.github_resync(data_dir, root / "github-data", fake)
-        with run.phase("quality"):
-            quality, texts, engine_report = phases.quality(
-                data_dir, limit=args.limit, profile_to=None if args.no_profile else args.out
-            )
-            r["quality"] = quality
-            r["embedder"] = engine_report.pop("embedder", None)
-            r.setdefault("latency", {})["in_process"] = engine_report.pop("in_process", None)
-            r["profile"] = engine_report
-        if not texts:  # quality failed: still time the service on the raw eval texts
+        if args.from_data_dir is not None:
+            # A built data dir is copied, never used in place: the load run re-indexes it.
+            shutil.copytree(args.from_data_dir, data_dir)
+            r["index"] = {"from": str(args.from_data_dir)}
+        else:
+            with run.phase("index"):
+                r["index"] = phases.index(data_dir)
+        if "github" not in skip:
+            with run.phase("github"), phases.fake_github() as fake:
+                r["github"] = phases.github_resync(data_dir, root / "github-data", fake)
+        if "quality" not in skip:
+            with run.phase("quality"):
+                profile_to = None if "profile" in skip else args.out
+                quality, texts, engine_report = phases.quality(data_dir, limit=args.limit, profile_to=profile_to)
+                r["quality"] = quality
+                r["embedder"] = engine_report.pop("embedder", None)
+                r.setdefault("latency", {})["in_process"] = engine_report.pop("in_process", None)
+                r["profile"] = engine_report
+        if not texts:  # quality skipped or failed: still time the service on the eval texts
             texts = phases.eval_texts(limit=args.limit)
-        with run.phase("naive-encode"):
-            r.setdefault("latency", {})["naive_encode"] = phases.naive_encode([t for _, t in texts])
-        with run.phase("serve"), phases.fake_github() as fake:
-            result = served.served(
-                data_dir,
-                texts,
-                fake,
-                load_seconds=args.load_seconds,
-                quick=args.quick,
-                reindex_via=args.reindex_via,
-                fuzz_cases=args.fuzz_cases,
-                on_error=run.errors.__setitem__,
-            )
-            for key in ("cold_start", "load", "service_memory", "fuzz"):
-                if key in result:
-                    r[key] = result[key]
-            r.setdefault("latency", {}).update(result.get("latency", {}))
+        if "serve" not in skip:
+            naive = None
+            with run.phase("naive-encode model"):
+                naive = phases.naive_encoder()  # loaded before the server starts; timed interleaved with it
+                r["torch_threads"] = phases.torch_threads()
+            with run.phase("serve"), phases.fake_github() as fake:
+                result = served.served(
+                    data_dir,
+                    texts,
+                    fake,
+                    load_seconds=0 if "load" in skip else args.load_seconds,
+                    quick=args.quick,
+                    reindex_via=args.reindex_via,
+                    fuzz_cases=args.fuzz_cases,
+                    naive=naive,
+                    on_error=run.errors.__setitem__,
+                )
+                for key in ("cold_start", "load", "service_memory", "fuzz"):
+                    if key in result:
+                        r[key] = result[key]
+                r.setdefault("latency", {}).update(result.get("latency", {}))
     finally:
         if args.keep:
             print(f"[bench] data kept in {root}", file=sys.stderr)

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from bench.load import RunResult, big_log, concurrent, single_client
+from bench.load import RunResult, big_log, concurrent, interleaved, single_client, summarize
 from bench.procs import RssSampler, Server, child_env, run_cli
 
 READY_TIMEOUT = 180.0
@@ -45,6 +45,7 @@ def served(
     quick: bool,
     reindex_via: str,
     fuzz_cases: int,
+    naive: Callable[[str], object] | None,
     on_error: Callable[[str, str], None],
 ) -> dict[str, Any]:
     """Start the server twice (cold start, restart), then latency, throughput, fuzz and load runs."""
@@ -67,7 +68,12 @@ def served(
         out["cold_start"]["lookup_ok_s"] = out["cold_start"].pop("lookup_ok")
         out["cold_start"]["health_ok_s"] = out["cold_start"].pop("health_ok")
         single_client(server.url, [("warmup", w) for w in WARMUP], deadline_s=60)
-        out["latency"]["single"] = single_client(server.url, texts, deadline_s=300).report()
+        if naive is not None:
+            single, naive_ms = interleaved(server.url, texts, naive, deadline_s=600)
+            out["latency"]["naive_encode"] = {**summarize(naive_ms), "backend": "sentence-transformers/torch"}
+        else:
+            single = single_client(server.url, texts, deadline_s=300)
+        out["latency"]["single"] = single.report()
         out["latency"]["concurrent"] = concurrent(
             server.url, texts, clients=8, seconds=20 if quick else 60, max_requests=len(texts) * (1 if quick else 3)
         ).report()
@@ -75,7 +81,8 @@ def served(
         if fuzz_cases > 0:
             out["fuzz"] = _fuzz(server.url, fuzz_cases, on_error)
         try:
-            out["load"] = load_run(server, texts, env, token, seconds=load_seconds, via=reindex_via)
+            if load_seconds > 0:
+                out["load"] = load_run(server, texts, env, token, seconds=load_seconds, via=reindex_via)
         except Exception as exc:  # the memory figure below is still worth having
             on_error("load", f"{type(exc).__name__}: {str(exc)[:400]}")
         out["service_memory"] = server.memory()

@@ -123,9 +123,7 @@ def section_fix(section: Document, *, also_cites: str | None = None) -> FixOut:
     lead = section.fix or section.summary or _first_sentences(section.text)
     steps = [m.group(1).strip() for line in section.text.splitlines() if (m := _LIST_ITEM.match(line))][:6]
     sources = [section.id] + ([also_cites] if also_cites else [])
-    return FixOut(
-        summary=f"{heading}: {lead}" if lead else heading, steps=steps, sources=sources, confirmed=False
-    )
+    return FixOut(summary=f"{heading}: {lead}" if lead else heading, steps=steps, sources=sources, confirmed=False)
 
 
 def thread_fixes(doc: Document, knowledge: Knowledge, ranked_sections: Collection[str] = ()) -> list[FixOut]:
@@ -137,13 +135,9 @@ def thread_fixes(doc: Document, knowledge: Knowledge, ranked_sections: Collectio
     fixes: list[FixOut] = []
     url = thread_url(doc)
     if doc.fix:
-        fixes.append(
-            FixOut(summary=doc.fix, steps=list(doc.workarounds), sources=[url], confirmed=doc.fix_confirmed)
-        )
+        fixes.append(FixOut(summary=doc.fix, steps=list(doc.workarounds), sources=[url], confirmed=doc.fix_confirmed))
     elif doc.workarounds:
-        fixes.append(
-            FixOut(summary=f"Workarounds reported in {doc.id}", steps=list(doc.workarounds), sources=[url])
-        )
+        fixes.append(FixOut(summary=f"Workarounds reported in {doc.id}", steps=list(doc.workarounds), sources=[url]))
     for pr_id in knowledge.fixing_prs(doc.id):
         pr = knowledge.by_id.get(pr_id)
         # Only merged PRs count as fixes; an open PR is a proposal, already visible in fixed_by.
@@ -216,9 +210,7 @@ def advice_out(items: Iterable[Any]) -> list[AdviceOut]:
 def origin_out(origin: Any) -> OriginOut:
     """The analysis Origin as the API model."""
     data = as_dict(origin)
-    return OriginOut(
-        side=data["side"], component=str(data["component"]), explanation=str(data["explanation"])
-    )
+    return OriginOut(side=data["side"], component=str(data["component"]), explanation=str(data["explanation"]))
 
 
 def tokens_out(tokens: Iterable[Any]) -> list[TokenOut]:

@@ -77,12 +77,8 @@ def create_app(
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            schema = get_openapi(
-                title=app.title, version=app.version, description=app.description, routes=app.routes
-            )
-            schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = (
-                Problem.model_json_schema()
-            )
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = Problem.model_json_schema()
             app.openapi_schema = schema
         return app.openapi_schema
 

@@ -76,9 +76,7 @@ def require_read_token(request: Request, settings: SettingsDep) -> None:
     if settings.read_token is None:
         return
     if not token_matches(bearer_token(request), settings.read_token.get_secret_value()):
-        raise Unauthorized(
-            "This service requires a bearer token (Authorization: Bearer <token>).", headers=_CHALLENGE
-        )
+        raise Unauthorized("This service requires a bearer token (Authorization: Bearer <token>).", headers=_CHALLENGE)
 
 
 def require_admin_token(request: Request, settings: SettingsDep) -> None:

@@ -68,9 +68,7 @@ class QueryInfo(BaseModel):
 
     signatures: list[str] = Field(
         description="Error lines found in the input, log prefixes stripped, root cause first.",
-        examples=[
-            ["openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"]
-        ],
+        examples=[["openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"]],
     )
     normalized: str = Field(
         description="The normalised signatures (ids, paths, times removed), one per line, used for matching.",
@@ -84,9 +82,7 @@ class OriginOut(BaseModel):
     side: Literal["server", "client", "model-files", "environment", "unknown"] = Field(
         description="Which side raised or caused the error.", examples=["server"]
     )
-    component: str = Field(
-        description="The component at fault.", examples=["vllm serving layer (openai_harmony)"]
-    )
+    component: str = Field(description="The component at fault.", examples=["vllm serving layer (openai_harmony)"])
     explanation: str = Field(
         description="One line on why.",
         examples=["HarmonyError is raised while vLLM parses the model's output; a client only relays it."],
@@ -109,9 +105,7 @@ class AnalysisOut(BaseModel):
     """Input analysis: origin, error family, decoded tokens, versions and flags seen."""
 
     origin: OriginOut
-    category: str = Field(
-        description="Error family, e.g. harmony-token or tool-calling.", examples=["harmony-token"]
-    )
+    category: str = Field(description="Error family, e.g. harmony-token or tool-calling.", examples=["harmony-token"])
     tokens: list[TokenOut] = Field(default=[], description="Every token id the input names, decoded.")
     versions: dict[str, str] = Field(
         default={}, description="Versions seen in the input.", examples=[{"vllm": "0.10.1+gptoss"}]
@@ -121,9 +115,7 @@ class AnalysisOut(BaseModel):
         description="Server flags, request parameters and env vars seen in the input.",
         examples=[["--tool-call-parser openai", "tool_choice=required"]],
     )
-    model: str | None = Field(
-        default=None, description="Model seen in the input.", examples=["openai/gpt-oss-120b"]
-    )
+    model: str | None = Field(default=None, description="Model seen in the input.", examples=["openai/gpt-oss-120b"])
     client: str | None = Field(default=None, description="Client framework that reported the error.")
     reproduction: dict[str, Any] | None = Field(
         default=None,
@@ -167,9 +159,7 @@ class AdviceOut(BaseModel):
     """A configuration rule that applies to this input."""
 
     summary: str = Field(examples=["Start vLLM with --enable-auto-tool-choice --tool-call-parser openai."])
-    flags: list[str] = Field(
-        default=[], examples=[["--enable-auto-tool-choice", "--tool-call-parser openai"]]
-    )
+    flags: list[str] = Field(default=[], examples=[["--enable-auto-tool-choice", "--tool-call-parser openai"]])
     sources: list[str] = Field(default=[])
 
 

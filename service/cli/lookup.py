@@ -28,9 +28,7 @@ def read_input(text: str) -> str:
     return data
 
 
-def lookup_remote(
-    url: str, text: str, top_k: int, repos: list[str] | None, token: str | None
-) -> dict[str, Any]:
+def lookup_remote(url: str, text: str, top_k: int, repos: list[str] | None, token: str | None) -> dict[str, Any]:
     """POST /lookup on a running service; problem+json errors become a readable ClickException."""
     import httpx
 
@@ -148,9 +146,7 @@ def render(answer: LookupResponse, console: Console) -> None:
 
 @click.command()
 @click.argument("text")
-@click.option(
-    "-k", "--top-k", default=5, show_default=True, type=click.IntRange(1, 50), help="Issues to show."
-)
+@click.option("-k", "--top-k", default=5, show_default=True, type=click.IntRange(1, 50), help="Issues to show.")
 @click.option("--repo", "repos", multiple=True, help="Only issues from this owner/name repo (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
 @click.option(
@@ -163,9 +159,7 @@ def render(answer: LookupResponse, console: Console) -> None:
     envvar="GPTOSS_DOCTOR_READ_TOKEN",
     help="Bearer token for a service that requires one (--url).",
 )
-def lookup(
-    text: str, top_k: int, repos: tuple[str, ...], as_json: bool, url: str | None, token: str | None
-) -> None:
+def lookup(text: str, top_k: int, repos: tuple[str, ...], as_json: bool, url: str | None, token: str | None) -> None:
     """Diagnose TEXT (an error line, a client exception or a log); - reads stdin.
 
     \b

@@ -14,21 +14,15 @@ import click
 
 
 @click.command()
-@click.option(
-    "--host", envvar="GPTOSS_DOCTOR_HOST", default="127.0.0.1", show_default=True, help="Bind address."
-)
-@click.option(
-    "--port", envvar="GPTOSS_DOCTOR_PORT", default=8000, show_default=True, type=click.IntRange(1, 65535)
-)
+@click.option("--host", envvar="GPTOSS_DOCTOR_HOST", default="127.0.0.1", show_default=True, help="Bind address.")
+@click.option("--port", envvar="GPTOSS_DOCTOR_PORT", default=8000, show_default=True, type=click.IntRange(1, 65535))
 @click.option(
     "--data-dir",
     envvar="GPTOSS_DOCTOR_DATA_DIR",
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the index, vocab and model cache live.",
 )
-@click.option(
-    "--chroma-url", envvar="GPTOSS_DOCTOR_CHROMA_URL", help="Use a Chroma server (http://host:port)."
-)
+@click.option("--chroma-url", envvar="GPTOSS_DOCTOR_CHROMA_URL", help="Use a Chroma server (http://host:port).")
 @click.option(
     "--reindex-interval",
     envvar="GPTOSS_DOCTOR_REINDEX_INTERVAL",
@@ -66,9 +60,5 @@ def serve(
         settings = load_settings(**overrides)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    uvicorn.run(
-        create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower()
-    )
+    logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())

@@ -37,12 +37,6 @@ def _use(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPTOSS_DOCTOR_DATA_DIR", str(data_dir))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @slow
 def test_healthy_setup_passes_every_check(built_index: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     _use(built_index.data_dir, monkeypatch)

@@ -137,12 +137,8 @@ async def lookup(
     request: Request,
     engine: EngineDep,
     settings: SettingsDep,
-    top_k: Annotated[
-        int | None, Query(ge=1, le=50, description="text/plain bodies: issues to return")
-    ] = None,
-    repos: Annotated[
-        list[str] | None, Query(description="text/plain bodies: only these owner/name repos")
-    ] = None,
+    top_k: Annotated[int | None, Query(ge=1, le=50, description="text/plain bodies: issues to return")] = None,
+    repos: Annotated[list[str] | None, Query(description="text/plain bodies: only these owner/name repos")] = None,
 ) -> LookupResponse:
     """Read and validate the body here, then run the (blocking) engine in the thread pool."""
     body = await read_limited_body(request, settings.max_body_bytes)

@@ -32,9 +32,7 @@ def health(runtime: RuntimeDep) -> HealthResponse:
     reasons = runtime.engine.degraded_reasons()
     last = runtime.scheduler.last_run if runtime.scheduler else None
     if last is not None and not last.get("ok"):
-        reasons.append(
-            f"last {last.get('kind')} run failed: {last.get('error')}; the previous index is serving"
-        )
+        reasons.append(f"last {last.get('kind')} run failed: {last.get('error')}; the previous index is serving")
     return HealthResponse(status="degraded" if reasons else "ok", reasons=reasons)
 
 
