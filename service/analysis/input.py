@@ -94,8 +94,8 @@ _CLIENTS: list[tuple[str, re.Pattern[str]]] = [
 
 # A literal every match of a pattern contains (lower-case): a megabyte log is scanned once per
 # needle with a fast substring search, and a pattern runs only when its needle is there.
-_VERSION_NEEDLES = {"openai-harmony": ("harmony",)}
-_CLIENT_NEEDLES = {
+_VERSION_NEEDLES: dict[str, tuple[str, ...]] = {"openai-harmony": ("harmony",)}
+_CLIENT_NEEDLES: dict[str, tuple[str, ...]] = {
     "llama-stack": ("llama",),
     "langchain": ("lang",),
     "openai-agents": ("agents",),

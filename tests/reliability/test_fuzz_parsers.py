@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 
 from indexer.signatures import MAX_LINE, error_lines, normalize_signature, strip_log_prefix
 from service.analysis.input import MAX_QUERY_CHARS, ParsedInput, parse_input
+from service.config import Settings
+from service.engine import LookupEngine
+from tests.reliability.conftest import FastComponents
 from tests.reliability.pathological import PATHOLOGICAL
 
 ANALYSIS_LIMIT_SECONDS = 2.0
@@ -154,3 +157,17 @@ def test_one_megabyte_log_with_the_error_at_the_end_still_finds_it() -> None:
     parsed = timed(parse_input, text, "a 1 MB INFO log ending in a HarmonyError")
     assert any("200002" in s for s in parsed.signatures), parsed.signatures
     assert 200002 in parsed.token_ids
+
+
+@pytest.fixture(scope="module")
+def engine(fast_components: FastComponents, tmp_path_factory: pytest.TempPathFactory) -> LookupEngine:
+    """The whole analysis (parse, Harmony decode and reproduction, retrieval, origin, advice) on the
+    fast components: what one /lookup runs."""
+    return fast_components.engine(Settings(data_dir=tmp_path_factory.mktemp("engine")))
+
+
+@pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
+def test_whole_lookup_of_a_pathological_input_is_in_time(name: str, engine: LookupEngine) -> None:
+    text = PATHOLOGICAL[name]()
+    answer = timed(engine.lookup, text, f"the {name!r} input ({len(text):,} chars)")
+    answer.model_dump_json()  # serialisable, as the API returns it

@@ -1,0 +1,210 @@
+"""The bench harness's own logic, kept from rotting: targets, report, load inputs, clients, memory rule.
+
+A whole ``python -m bench.run --quick`` builds a real index and takes minutes, so it is not run here;
+these tests cover the pieces with a real local HTTP server and no timed assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from bench.load import big_log, concurrent, interleaved, percentile, summarize
+from bench.quality import PipelineSystem, Query
+from bench.report import markdown, targets
+from bench.run import parse_args
+from bench.served import BIG_EVERY, load_mix, rss_report
+from service.models import AnalysisOut, FixOut, IndexInfo, IssueOut, LookupResponse, OriginOut, QueryInfo
+
+
+def _results(**overrides: Any) -> dict[str, Any]:
+    pipe = {"n": 10, "hit1": 0.95, "hit5": 1.0, "mrr10": 0.97, "negatives_no_match": 1.0, "origin_accuracy": 1.0}
+    base = {"n": 10, "hit1": 0.8, "hit5": 0.9, "mrr10": 0.85}
+    r: dict[str, Any] = {
+        "latency": {
+            "single": {"p50_ms": 10.0, "p99_ms": 40.0, "by_kind": {"short": {"n": 3, "p50_ms": 9.0}}},
+            "naive_encode": {"p50_ms": 20.0},
+            "concurrent": {"clients": 8, "errors": 0},
+        },
+        "cold_start": {"lookup_ok_s": 4.0},
+        "index": {"fresh_s": 75.0},
+        "github": {"idle_requests": 3},
+        "quality": {name: {"pipeline": pipe, "bm25": base, "dense": base} for name in ("dev.jsonl", "dev-hard.jsonl")},
+        "load": {
+            "overall": {"errors": 0},
+            "reindex": {"completed": 1},
+            "rss": {"flat": True, "growth_mb": 3.0, "rule": "r"},
+        },
+    }
+    r.update(overrides)
+    return r
+
+
+def _by_name(r: dict[str, Any]) -> dict[str, bool | None]:
+    return {t.name: t.passed for t in targets(r)}
+
+
+def test_targets_judge_each_measured_value() -> None:
+    got = _by_name(_results())
+    assert got["lookup p50 / naive encode p50"] is True  # 10 / 20 = 0.5
+    assert got["lookup p99 / p50 (one client)"] is False  # 40 / 10 = 4
+    assert got["full index, fresh data dir (docs + bundled KB)"] is False  # 75 s > 60 s
+    assert got["idle GitHub re-sync (2 repos): requests"] is True
+    assert got["dev.jsonl: pipeline hit@1 beats both baselines"] is True
+    assert got["load run: service memory flat"] is True
+
+
+def test_targets_not_measured_when_a_phase_is_missing() -> None:
+    r = _results()
+    del r["github"], r["quality"]
+    got = _by_name(r)
+    assert got["idle GitHub re-sync (2 repos): requests"] is None
+    assert got["dev.jsonl: pipeline hit@1 beats both baselines"] is None
+    assert got["dev.jsonl hit@1"] is None
+
+
+def test_a_tie_with_a_baseline_does_not_beat_it() -> None:
+    r = _results()
+    r["quality"]["dev.jsonl"]["bm25"] = dict(r["quality"]["dev.jsonl"]["pipeline"])
+    assert _by_name(r)["dev.jsonl: pipeline hit@1 beats both baselines"] is False
+
+
+def test_markdown_lists_every_target_and_the_phase_errors() -> None:
+    r = _results(errors={"github": "RuntimeError: boom"})
+    r["targets"] = [t.as_dict() for t in targets(r)]
+    text = markdown(r)
+    for t in r["targets"]:
+        assert t["name"] in text
+    assert "FAIL" in text and "pass" in text
+    assert "RuntimeError: boom" in text
+
+
+def test_percentiles_and_summary() -> None:
+    assert percentile([], 50) is None
+    assert percentile([1.0, 2.0, 3.0], 50) == 2.0
+    s = summarize([float(v) for v in range(1, 101)])
+    assert s["n"] == 100 and s["p50_ms"] == 50.5 and s["max_ms"] == 100.0
+
+
+def test_big_log_is_about_100kb_and_buries_the_error_once() -> None:
+    error = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+    log = big_log(error, seed=3)
+    assert 100_000 <= len(log) < 101_000
+    assert log.count(error) == 1
+    assert 0.5 < log.index(error) / len(log) < 0.9
+    assert big_log(error, seed=3) == log  # deterministic: runs compare
+
+
+def test_load_mix_interleaves_big_logs() -> None:
+    mix = load_mix([("short", "KeyError: 'tool_calls'"), ("log", "x" * 5000), ("short", "ValueError: bad")])
+    big = [kind for kind, _ in mix if kind == "100KB log"]
+    assert len(big) == len(mix) // BIG_EVERY
+    assert all(len(text) < 2000 for kind, text in mix if kind == "short error")
+
+
+def test_rss_report_tells_flat_from_growing() -> None:
+    flat = [(t * 0.5, 300.0 + (t % 3)) for t in range(100)]
+    growing = [(t * 0.5, 300.0 + 2 * t) for t in range(100)]
+    assert rss_report(flat, load_end=50, after=None)["flat"] is True
+    grew = rss_report(growing, load_end=50, after={"rss_mb": 500.0})
+    assert grew["flat"] is False and grew["growth_mb"] > 100 and grew["after_mb"] == 500.0
+    assert rss_report([], load_end=1, after=None) == {"samples": 0}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """/lookup answers 200 with a tiny body, or 500 when the error text contains "boom"."""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        pass
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        status = 500 if "boom" in body["error"] else 200
+        payload = json.dumps({"ok": status == 200}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def local_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_concurrent_clients_stop_at_the_count_and_count_errors(local_server: str) -> None:
+    texts = [("short", "fine"), ("short", "boom"), ("short", "fine again"), ("short", "ok")]
+    run = concurrent(local_server, texts, clients=4, seconds=30, max_requests=20)
+    report = run.report()
+    assert report["requests"] == 20
+    assert report["errors"] == 5  # every 4th request is the "boom" text
+    assert report["error_causes"]
+
+
+def test_interleaved_runs_the_baseline_before_each_request(local_server: str) -> None:
+    seen: list[str] = []
+    run, base = interleaved(local_server, [("short", "a"), ("short", "b")], seen.append, deadline_s=30)
+    assert seen == ["a", "b"] and len(base) == 2
+    assert [s.status for s in run.samples] == [200, 200]
+
+
+def test_quick_mode_shortens_everything_and_unknown_phases_are_refused() -> None:
+    args = parse_args(["--quick"])
+    assert args.limit == 12 and args.load_seconds == 6.0 and args.fuzz_cases == 0
+    assert parse_args([]).load_seconds == 60.0
+    with pytest.raises(SystemExit):
+        parse_args(["--skip", "nonsense"])
+
+
+class _Engine:
+    def __init__(self, response: LookupResponse) -> None:
+        self.response = response
+        self.calls: list[tuple[str, int]] = []
+
+    def lookup(self, text: str, top_k: int = 5) -> LookupResponse:
+        self.calls.append((text, top_k))
+        return self.response
+
+
+def _issue(number: int, confidence: str) -> IssueOut:
+    return IssueOut.model_validate(
+        {
+            "id": f"vllm-project/vllm#{number}",
+            "repo": "vllm-project/vllm",
+            "number": number,
+            "kind": "issue",
+            "title": "t",
+            "score": 0.5,
+            "confidence": confidence,
+        }
+    )
+
+
+def test_pipeline_adapter_reads_ranking_confidence_origin_and_answer_text() -> None:
+    response = LookupResponse(
+        query=QueryInfo(signatures=[], normalized=""),
+        analysis=AnalysisOut(origin=OriginOut(side="server", component="vllm", explanation="e"), category="c"),
+        issues=[_issue(2, "medium"), _issue(1, "high")],
+        no_confident_match=False,
+        fixes=[FixOut(summary="Upgrade vLLM", steps=["pip install -U vllm"], sources=["x"])],
+        advice=[],
+        index=IndexInfo(documents=1, issues=1),
+    )
+    engine = _Engine(response)
+    out = PipelineSystem(engine)(Query("q1", "exact", "text", [], None, [], False))
+    assert engine.calls == [("text", 10)]
+    assert out.ranked == ["vllm-project/vllm#2", "vllm-project/vllm#1"]
+    assert out.high_confidence is True and out.side == "server"
+    assert "pip install -U vllm" in out.answer_text
