@@ -194,13 +194,13 @@ class Server:
 class RssSampler:
     """Samples a process's RSS every ``interval`` seconds in a daemon thread until stopped."""
 
-    def __init__(self, pid: int, interval: float = 0.5) -> None:
+    def __init__(self, pid: int, interval: float = 0.5, *, t0: float | None = None) -> None:
         self.pid = pid
         self.interval = interval
         self.samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter() if t0 is None else t0
 
     def _loop(self) -> None:
         while not self._stop.is_set():

@@ -285,7 +285,7 @@ def markdown(r: dict[str, Any]) -> str:
     load = r.get("load") or {}
     if load:
         lines += ["## Load run (mixed short errors and ~100 KB logs, during a re-index)", ""]
-        rows = [_lat_row(f"{p.get('clients')} clients", p) for p in load.get("phases", [])]
+        rows = [_lat_row(f"cycle {p.get('cycle', 1)}: {p.get('clients')} clients", p) for p in load.get("phases", [])]
         rows.append(_lat_row("all phases", load.get("overall")))
         lines += _table(
             ["phase", "clients", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms", "req/s", "errors"], rows
@@ -302,9 +302,11 @@ def markdown(r: dict[str, Any]) -> str:
             [
                 ["re-index via", rx.get("via")],
                 [
-                    "re-index runs completed during the load / their seconds",
-                    f"{rx.get('completed')} / {rx.get('seconds')}",
+                    "re-index runs completed (failed) / their seconds / share of the load run re-indexing",
+                    f"{rx.get('completed')} ({rx.get('failed', 0)}) / {rx.get('seconds')} / "
+                    f"{_fmt(rx.get('busy_fraction'))}",
                 ],
+                ["service RSS peak per load cycle", f"{rss.get('cycle_peaks_mb')} MB"],
                 ["index generation before -> after", f"{rx.get('generation_before')} -> {rx.get('generation_after')}"],
                 [
                     "service RSS start / end / max",

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import importlib
 import secrets
-import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +29,12 @@ WARMUP = [
 LOAD_LEVELS = (8, 16, 32)
 BIG_EVERY = 4
 """One request in this many of the load run is a ~100 KB log."""
-MAX_REINDEX_RUNS = 5
+MAX_REINDEX_RUNS = 20
+LOAD_CYCLES = 2
 EXIT_LOCKED = 75
 """``gptoss-doctor index``'s exit code when another process holds the store."""
-FLAT_REL, FLAT_ABS_MB = 0.10, 50.0
-"""Memory counts as flat when end RSS - start RSS <= max(10% of start, 50 MB)."""
+FLAT_REL, FLAT_ABS_MB = 0.05, 20.0
+"""Memory counts as flat when the last load cycle peaks within max(5%, 20 MB) of the first one."""
 
 
 def served(
@@ -122,10 +123,15 @@ def load_mix(texts: Sequence[tuple[str, str]], n: int = 64) -> list[tuple[str, s
 
 
 class Reindexer:
-    """Keeps a re-index running during the load run: the CLI beside the server, or the admin endpoint."""
+    """Keeps a re-index running through the load run: the CLI beside the server, or the admin endpoint.
 
-    def __init__(self, server: Server, env: dict[str, str], token: str, via: str, until: float) -> None:
-        self.server, self.env, self.token, self.via, self.until = server, env, token, via, until
+    Runs back to back until ``until`` (at most ``MAX_REINDEX_RUNS``; a failed run waits 2 s before the
+    next), each recorded with its start and end on the load run's clock.
+    """
+
+    def __init__(self, server: Server, env: dict[str, str], token: str, via: str, t0: float, until: float) -> None:
+        self.server, self.env, self.token, self.via = server, env, token, via
+        self.t0, self.until = t0, until
         self.runs: list[dict[str, Any]] = []
         self.thread = threading.Thread(target=self._loop, name="reindexer", daemon=True)
 
@@ -135,32 +141,33 @@ class Reindexer:
 
     def _cli(self) -> dict[str, Any]:
         run = run_cli(["index", "--full"], child_env(self.server.data_dir, self.env), timeout=600)
-        return {"ok": run.ok, "code": run.returncode, "seconds": round(run.seconds, 2), "detail": run.tail(2)}
+        return {"ok": run.ok, "code": run.returncode, "detail": run.tail(2)}
 
     def _admin(self, client: httpx.Client) -> dict[str, Any]:
         before = self._status(client).get("last_run")
-        started = time.perf_counter()
         response = client.post("/v1/index/rebuild", headers={"Authorization": f"Bearer {self.token}"})
         if response.status_code != 202:
-            return {"ok": False, "seconds": 0.0, "detail": f"HTTP {response.status_code}: {response.text[:200]}"}
+            return {"ok": False, "detail": f"HTTP {response.status_code}: {response.text[:200]}"}
         deadline = max(self.until, time.perf_counter()) + 300
         while time.perf_counter() < deadline:
             time.sleep(0.5)
             status = self._status(client)
             last = status.get("last_run")
             if last and last != before and not (status.get("scheduler") or {}).get("running"):
-                return {
-                    "ok": bool(last.get("ok")),
-                    "seconds": round(time.perf_counter() - started, 2),
-                    "detail": last.get("summary") or last.get("error"),
-                }
-        return {"ok": False, "seconds": round(time.perf_counter() - started, 2), "detail": "did not finish in time"}
+                return {"ok": bool(last.get("ok")), "detail": last.get("summary") or last.get("error")}
+        return {"ok": False, "detail": "did not finish in time"}
+
+    def _timed(self, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        start = time.perf_counter() - self.t0
+        outcome = fn()
+        end = time.perf_counter() - self.t0
+        return {**outcome, "start_s": round(start, 2), "end_s": round(end, 2), "seconds": round(end - start, 2)}
 
     def _loop(self) -> None:
         with httpx.Client(base_url=self.server.url, timeout=30) as client:
             if self.via in ("auto", "cli"):
-                first = self._cli()
-                locked = first["code"] == EXIT_LOCKED or "held by" in str(first["detail"])
+                first = self._timed(self._cli)
+                locked = first.get("code") == EXIT_LOCKED or "held by" in str(first["detail"])
                 if self.via == "cli" or not locked:
                     self.via = "cli (`gptoss-doctor index --full` beside the server)"
                     self.runs.append(first)
@@ -169,67 +176,90 @@ class Reindexer:
             else:
                 self.via = "admin endpoint"
             while time.perf_counter() < self.until and len(self.runs) < MAX_REINDEX_RUNS:
-                self.runs.append(self._cli() if self.via.startswith("cli") else self._admin(client))
+                run = self._timed(self._cli if self.via.startswith("cli") else partial(self._admin, client))
+                self.runs.append(run)
+                if not run["ok"]:
+                    time.sleep(2)
 
-    def report(self) -> dict[str, Any]:
+    def report(self, load_seconds: float) -> dict[str, Any]:
         done = [r for r in self.runs if r["ok"]]
+        busy = sum(max(0.0, min(r["end_s"], load_seconds) - r["start_s"]) for r in done)
         return {
             "via": self.via,
             "runs": self.runs,
             "completed": len(done),
-            "seconds": [r["seconds"] for r in self.runs],
+            "failed": len(self.runs) - len(done),
+            "seconds": [r["seconds"] for r in done],
+            "busy_fraction": round(busy / load_seconds, 2) if load_seconds else None,
         }
 
 
 def load_run(
     server: Server, texts: Sequence[tuple[str, str]], env: dict[str, str], token: str, *, seconds: float, via: str
 ) -> dict[str, Any]:
-    """8, 16, then 32 clients for ``seconds`` in all over the mixed inputs while a re-index runs."""
+    """Two cycles of 8, 16, then 32 clients (``seconds`` in all) over the mixed inputs, re-indexing throughout.
+
+    Two cycles because RSS rises with concurrency (a worker thread per request in flight) and steps when a
+    new index generation loads: a leak shows as cycle 2 peaking above cycle 1 at the same concurrency.
+    """
     mix = load_mix(texts)
     with httpx.Client(base_url=server.url, timeout=30) as client:
         generation_before = client.get("/v1/index/status").json().get("generation")
-    phase_s = seconds / len(LOAD_LEVELS)
-    reindexer = Reindexer(server, env, token, via, until=time.perf_counter() + seconds)
+    levels = [c for _ in range(LOAD_CYCLES) for c in LOAD_LEVELS]
+    phase_s = seconds / len(levels)
+    t0 = time.perf_counter()
+    reindexer = Reindexer(server, env, token, via, t0=t0, until=t0 + seconds)
     phases: list[RunResult] = []
-    with RssSampler(server.pid) as sampler:
+    bounds: list[tuple[float, float]] = []
+    with RssSampler(server.pid, t0=t0) as sampler:
         reindexer.thread.start()
-        for clients in LOAD_LEVELS:
+        for clients in levels:
+            begin = time.perf_counter() - t0
             phases.append(concurrent(server.url, mix, clients=clients, seconds=phase_s, max_requests=100_000))
+            bounds.append((begin, time.perf_counter() - t0))
+        load_end = time.perf_counter() - t0
         reindexer.thread.join(600)  # let the last re-index finish so the server is not stopped mid-write
         time.sleep(2)
     with httpx.Client(base_url=server.url, timeout=30) as client:
         generation_after = client.get("/v1/index/status").json().get("generation")
-    overall = RunResult(
-        clients=max(LOAD_LEVELS), seconds=sum(p.seconds for p in phases), samples=[s for p in phases for s in p.samples]
-    )
+    overall = RunResult(clients=max(LOAD_LEVELS), seconds=load_end, samples=[s for p in phases for s in p.samples])
+    n = len(LOAD_LEVELS)
+    cycles = [(bounds[i * n][0], bounds[i * n + n - 1][1]) for i in range(LOAD_CYCLES)]
     return {
         "seconds": seconds,
-        "phases": [p.report() for p in phases],
+        "phases": [{**p.report(), "cycle": i // n + 1} for i, p in enumerate(phases)],
         "overall": {**overall.report(), "clients": f"{min(LOAD_LEVELS)}-{max(LOAD_LEVELS)}"},
-        "reindex": {**reindexer.report(), "generation_before": generation_before, "generation_after": generation_after},
-        "rss": rss_report(sampler.samples, load_end=overall.seconds, after=server.memory()),
+        "reindex": {
+            **reindexer.report(load_end),
+            "generation_before": generation_before,
+            "generation_after": generation_after,
+        },
+        "rss": rss_report(sampler.samples, cycles=cycles, after=server.memory()),
     }
 
 
 def rss_report(
-    samples: list[tuple[float, float]], *, load_end: float, after: dict[str, float] | None
+    samples: list[tuple[float, float]], *, cycles: list[tuple[float, float]], after: dict[str, float] | None
 ) -> dict[str, Any]:
-    """Start (median of the first 10% of the load), end (median of its last 10%), max, growth, flat."""
-    during = [(t, v) for t, v in samples if t <= load_end] or samples
-    if not during:
+    """RSS at the start, the end and the peak of the load, each cycle's peak, and whether it is flat.
+
+    Flat: the last cycle peaks no higher than the first by more than max(FLAT_REL of it, FLAT_ABS_MB).
+    """
+    if not samples or not cycles:
         return {"samples": 0}
-    window = max(1, len(during) // 10)
-    start = statistics.median(v for _, v in during[:window])
-    end = statistics.median(v for _, v in during[-window:])
-    growth = end - start
+    during = [(t, v) for t, v in samples if t <= cycles[-1][1]] or samples
+    peaks = [max((v for t, v in samples if a <= t <= b), default=None) for a, b in cycles]
+    known = [p for p in peaks if p is not None]
+    growth = known[-1] - known[0] if len(known) >= 2 else None
     return {
         "samples": len(during),
-        "start_mb": round(start, 1),
-        "end_mb": round(end, 1),
-        "max_mb": round(max(v for _, v in during), 1),
+        "start_mb": during[0][1],
+        "end_mb": during[-1][1],
+        "max_mb": max(v for _, v in during),
+        "cycle_peaks_mb": peaks,
         "after_mb": (after or {}).get("rss_mb"),
-        "growth_mb": round(growth, 1),
-        "rule": f"end - start <= max({FLAT_REL:.0%} of start, {FLAT_ABS_MB:g} MB)",
-        "flat": growth <= max(FLAT_REL * start, FLAT_ABS_MB),
+        "growth_mb": None if growth is None else round(growth, 1),
+        "rule": f"last cycle's peak - first cycle's peak <= max({FLAT_REL:.0%} of it, {FLAT_ABS_MB:g} MB)",
+        "flat": None if growth is None else growth <= max(FLAT_REL * known[0], FLAT_ABS_MB),
         "series": [[t, v] for t, v in samples[:: max(1, len(samples) // 120)]],
     }

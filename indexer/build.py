@@ -73,6 +73,7 @@ class _Reporter:
         if not self.enabled:
             yield self
             return
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(
@@ -81,7 +82,7 @@ class _Reporter:
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             transient=True,
-            console=None,
+            console=Console(stderr=True),  # stdout carries only the summary line
         ) as progress:
             self._progress = progress
             try:

@@ -30,7 +30,7 @@ import numpy as np
 from indexer.documents import Document
 from indexer.embedding import Embedder
 from indexer.errors import StoreError
-from indexer.lock import WriteLock
+from indexer.lock import DataDirLock
 
 if TYPE_CHECKING:
     from service.config import Settings
@@ -98,7 +98,7 @@ class Store:
         embedder: Embedder,
         *,
         read_only: bool,
-        lock: WriteLock | None,
+        lock: DataDirLock | None,
     ) -> None:
         self._client = client
         self.settings = settings
@@ -127,13 +127,14 @@ class Store:
     ) -> Store:
         """Open (and, when writable, initialise) the store.
 
-        Writable embedded stores take the data dir's write lock for the Store's lifetime (StoreLocked
-        when another process holds it). A corrupt store raises StoreError naming the fix, unless
+        An embedded store is locked for the Store's lifetime: shared when read-only, exclusive when
+        writable (StoreLocked names the other process). A corrupt store raises StoreError naming the fix, unless
         ``reset_if_corrupt`` (a full rebuild), which moves the broken folder aside and starts empty.
         """
         lock = None
-        if not read_only and not settings.chroma_url:
-            lock = WriteLock(settings.data_dir).acquire(timeout=lock_timeout)
+        if not settings.chroma_url:
+            # Readers share the data dir, a writer has it alone (see indexer/lock.py for why).
+            lock = DataDirLock(settings.data_dir, exclusive=not read_only).acquire(timeout=lock_timeout)
         try:
             try:
                 store = cls(_client(settings), settings, embedder, read_only=read_only, lock=lock)
@@ -183,7 +184,7 @@ class Store:
         self._target = self._active
 
     def close(self) -> None:
-        """Release the write lock (the Chroma client itself needs no closing)."""
+        """Release the data dir lock (the Chroma client itself needs no closing)."""
         if self._lock is not None:
             self._lock.release()
             self._lock = None

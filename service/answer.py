@@ -117,13 +117,54 @@ def _first_sentences(text: str, limit: int = 300) -> str:
     return cut[: ends[-1]] if ends else cut.rstrip() + "..."
 
 
+_LABEL = re.compile(r"^\*\*(?P<label>[A-Z][\w -]{0,30}?):?\*\*:?\s*(?P<rest>.*)$")
+_NUMBERED = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,3}[.)])\s+")
+_EMPHASIS = re.compile(r"\*\*(.{1,200}?)\*\*")
+
+
+def _labelled_blocks(text: str) -> dict[str, list[str]]:
+    """Lines of a reference section grouped by their bold label (``**Cause:**``, ``**Fix**``)."""
+    blocks: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        match = _LABEL.match(line.strip())
+        if match:
+            current = blocks.setdefault(match["label"].strip().lower(), [])
+            if match["rest"]:
+                current.append(match["rest"])
+        elif line.startswith("#"):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def _items(lines: list[str]) -> list[str]:
+    """List items of a block, continuation lines joined, emphasis markers dropped."""
+    items: list[str] = []
+    for line in lines:
+        if _NUMBERED.match(line):
+            items.append(_NUMBERED.sub("", line, count=1).strip())
+        elif line.strip() and items and line.startswith(" "):
+            items[-1] += " " + line.strip()
+    return [_EMPHASIS.sub(r"\1", item) for item in items]
+
+
 def section_fix(section: Document, *, also_cites: str | None = None) -> FixOut:
-    """A reference-doc section as a fix: its heading and opening lines, its list items as steps."""
-    heading = " > ".join(section.heading_path) or section.title
-    lead = section.fix or section.summary or _first_sentences(section.text)
-    steps = [m.group(1).strip() for line in section.text.splitlines() if (m := _LIST_ITEM.match(line))][:6]
+    """A reference-doc section as a fix: its title and cause, its **Fix** steps (else its list items)."""
+    blocks = _labelled_blocks(section.text)
+    cause = " ".join(line.strip() for line in blocks.get("cause", []) if line.strip())
+    lead = section.fix or _first_sentences(_EMPHASIS.sub(r"\1", cause)) if cause else ""
+    if not lead:
+        lines = section.text.splitlines()
+        if lines and lines[0].strip() == " > ".join(section.heading_path):
+            lines = lines[1:]  # the indexer puts the heading trail first: it is not prose
+        body = "\n".join(lines)
+        lead = _first_sentences(_EMPHASIS.sub(r"\1", body))
+    steps = _items(blocks["fix"]) if "fix" in blocks else _items(section.text.splitlines())
     sources = [section.id] + ([also_cites] if also_cites else [])
-    return FixOut(summary=f"{heading}: {lead}" if lead else heading, steps=steps, sources=sources, confirmed=False)
+    summary = f"{section.title}: {lead}" if lead else section.title
+    return FixOut(summary=summary, steps=steps[:6], sources=sources, confirmed=False)
 
 
 def thread_fixes(doc: Document, knowledge: Knowledge, ranked_sections: Collection[str] = ()) -> list[FixOut]:

@@ -178,7 +178,15 @@ class LookupEngine:
         # Origin and advice see only hits worth trusting: noise must not steer the diagnosis.
         evidence = [h.doc for h in confident]
         no_match = not result.confident or not confident
-        sections = [h for h in result.sections if h.confidence != "low"]
+        # Reference sections are offered as fixes when they match strongly on their own or cite a
+        # thread we trust; the skill's own sections are instructions, not fixes.
+        trusted = {h.doc.id for h in confident}
+        sections = [
+            h
+            for h in result.sections
+            if h.doc.id.startswith("reference/")
+            and (h.confidence == "high" or trusted.intersection(h.doc.references))
+        ]
         return LookupResponse(
             query=QueryInfo(signatures=list(parsed.signatures), normalized="\n".join(parsed.normalized)),
             analysis=AnalysisOut(

@@ -107,13 +107,16 @@ def test_load_mix_interleaves_big_logs() -> None:
     assert all(len(text) < 2000 for kind, text in mix if kind == "short error")
 
 
-def test_rss_report_tells_flat_from_growing() -> None:
-    flat = [(t * 0.5, 300.0 + (t % 3)) for t in range(100)]
-    growing = [(t * 0.5, 300.0 + 2 * t) for t in range(100)]
-    assert rss_report(flat, load_end=50, after=None)["flat"] is True
-    grew = rss_report(growing, load_end=50, after={"rss_mb": 500.0})
-    assert grew["flat"] is False and grew["growth_mb"] > 100 and grew["after_mb"] == 500.0
-    assert rss_report([], load_end=1, after=None) == {"samples": 0}
+def test_rss_report_tells_a_plateau_from_a_leak() -> None:
+    cycles = [(0.0, 25.0), (25.0, 50.0)]
+    # Rises with concurrency inside each cycle, back to the same peak: flat.
+    plateau = [(t * 0.5, 300.0 + (t % 50)) for t in range(100)]
+    leak = [(t * 0.5, 300.0 + 2 * t) for t in range(100)]
+    flat = rss_report(plateau, cycles=cycles, after=None)
+    assert flat["flat"] is True and flat["cycle_peaks_mb"] == [349.0, 349.0]
+    grew = rss_report(leak, cycles=cycles, after={"rss_mb": 500.0})
+    assert grew["flat"] is False and grew["growth_mb"] > 90 and grew["after_mb"] == 500.0
+    assert rss_report([], cycles=cycles, after=None) == {"samples": 0}
 
 
 class _Handler(BaseHTTPRequestHandler):

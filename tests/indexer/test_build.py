@@ -205,3 +205,31 @@ def test_cli_index_with_the_real_model_end_to_end(
         query = "HarmonyError: Unexpected token 200002 while expecting start token 200006"
         hits = store.query(real_embedder.encode([query])[0], k=5)  # type: ignore[attr-defined]
     assert "reference/known-issues.md#unexpected-token-200002" in [i for i, _ in hits]
+
+
+def test_index_github_syncs_after_the_docs_and_reports_requests(
+    settings: Settings, embedder: HashingEmbedder
+) -> None:
+    from tests.github_fake import FakeGitHub
+
+    harmony = [c for c in bundled_cards() if c.repo == "openai/harmony"][:6]
+    with FakeGitHub(["vllm-project/vllm", "openai/harmony"]) as fake:
+        fake.seed_cards(harmony)
+        synced = settings.model_copy(update={"github_api_url": fake.base_url, "github_timeout": 5.0})
+        first = build_index(synced, embedder=embedder, github=True, progress=False)
+        assert first.github_requests == fake.request_count() > 0
+        assert first.github_stopped is None
+        with Store.open(synced, embedder, read_only=True) as store:
+            merged = store.get_many([c.id for c in harmony])
+            assert store.watermark("openai/harmony") is not None
+        assert len(merged) == len(harmony)
+        assert all("github" in d.sources and d.curated for d in merged.values())
+        # An idle re-run: nothing re-embedded, the merged live threads kept, few requests.
+        fake.reset_log()
+        texts = embedder.texts
+        idle = build_index(synced, embedder=embedder, github=True, progress=False)
+        assert idle.embedded == 0 and embedder.texts == texts
+        assert idle.github_requests == fake.request_count() <= 10
+        # A docs-only run does not undo the GitHub merge of those cards.
+        docs_only = build_index(synced, embedder=embedder, progress=False)
+        assert docs_only.issues_updated == 0 and docs_only.generation == idle.generation

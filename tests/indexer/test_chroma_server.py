@@ -41,7 +41,7 @@ def test_store_round_trips_over_http(server_settings: Settings, embedder: Hashin
         assert store.status()["store"] == "server"
         assert store.upsert(docs).unchanged == 3
     # No data dir lock in server mode: nothing was written locally.
-    assert not (server_settings.data_dir / ".write.lock.owner").exists()
+    assert not (server_settings.data_dir / ".lock").exists()
 
 
 def test_replicas_on_one_server_agree_and_follow_a_rebuild(

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from indexer.documents import Document
-from indexer.errors import StoreError
+from indexer.errors import StoreError, StoreLocked
 from indexer.sources.cards import card_documents
 from indexer.store import Store
 from service.config import Settings
@@ -254,7 +254,7 @@ def test_a_second_process_is_refused_while_the_store_is_held(settings: Settings,
             [sys.executable, "-c", child], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
         )
     assert held.returncode == 3, held.stderr
-    assert "held by pid" in held.stdout and "Chroma server" in held.stdout
+    assert f"held by pid {os.getpid()}" in held.stdout and "Chroma server" in held.stdout
     free = subprocess.run([sys.executable, "-c", child], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert free.returncode == 0, free.stdout + free.stderr
 
@@ -267,14 +267,102 @@ def test_the_lock_is_reentrant_inside_one_process(settings: Settings, embedder: 
         assert outer.count() == 2
 
 
-def test_lock_refusal_names_the_holder_and_clears_on_close(settings: Settings, embedder: HashingEmbedder) -> None:
-    from indexer.lock import WriteLock
+def test_lock_holders_are_recorded_and_cleared_on_close(settings: Settings, embedder: HashingEmbedder) -> None:
+    from indexer.lock import DataDirLock
 
-    owner = WriteLock(settings.data_dir).owner_path
+    record = settings.data_dir / ".lock-holders" / f"{os.getpid()}.json"
     with Store.open(settings, embedder):
-        assert f'"pid": {os.getpid()}' in owner.read_text()
-        assert f"held by pid {os.getpid()}" in WriteLock(settings.data_dir)._refusal()
-    assert not owner.exists()
+        assert '"mode": "write"' in record.read_text()
+        with Store.open(settings, embedder, read_only=True):
+            pass
+        assert '"mode": "write"' in record.read_text()
+    assert not record.exists()
+    with Store.open(settings, embedder, read_only=True):
+        assert '"mode": "read"' in record.read_text()
+        # This process is not "another" holder.
+        assert DataDirLock(settings.data_dir, exclusive=True).current_holders() == []
+    assert not record.exists()
+
+
+HOLD = textwrap.dedent(
+    """
+    import sys
+    from indexer.store import Store
+    from service.config import Settings
+    from tests.fakes import HashingEmbedder
+    store = Store.open(Settings(), HashingEmbedder(), read_only=sys.argv[1] == "read")
+    print("held", flush=True)
+    sys.stdin.readline()
+    store.close()
+    """
+)
+
+
+def hold(mode: str) -> subprocess.Popen[str]:
+    """A real second process holding the store (``read`` or ``write``) until its stdin gets a line."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLD, mode], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_a_writer_is_refused_while_another_process_reads(settings: Settings, embedder: HashingEmbedder) -> None:
+    with Store.open(settings, embedder) as store:
+        store.upsert([doc(1)])
+    reader = hold("read")
+    try:
+        with pytest.raises(StoreLocked, match=rf"held by pid {reader.pid} .*reading since"):
+            Store.open(settings, embedder)
+        # Readers share: this process can read beside it, and still cannot upgrade to write.
+        with Store.open(settings, embedder, read_only=True) as mine:
+            assert mine.count() == 1
+            with pytest.raises(StoreLocked):
+                Store.open(settings, embedder)
+            assert mine.count() == 1  # the failed upgrade kept our shared hold
+        with pytest.raises(StoreLocked, match="wait"):
+            Store.open(settings, embedder, lock_timeout=0.3)
+    finally:
+        reader.communicate("\n", timeout=60)
+    with Store.open(settings, embedder) as store:
+        assert store.upsert([doc(2)]).new == 1
+
+
+def test_a_reader_is_refused_while_another_process_writes(settings: Settings, embedder: HashingEmbedder) -> None:
+    writer = hold("write")
+    try:
+        with pytest.raises(StoreLocked, match=rf"being written by pid {writer.pid}"):
+            Store.open(settings, embedder, read_only=True)
+    finally:
+        writer.communicate("\n", timeout=60)
+    with Store.open(settings, embedder, read_only=True) as store:
+        assert store.count() == 0
+
+
+def test_a_killed_holder_releases_the_lock(settings: Settings, embedder: HashingEmbedder) -> None:
+    writer = hold("write")
+    writer.kill()
+    writer.wait(timeout=60)
+    with Store.open(settings, embedder) as store:
+        assert store.upsert([doc(1)]).new == 1
+
+
+def test_an_in_process_reader_upgrades_for_a_write_and_keeps_reading(
+    settings: Settings, embedder: HashingEmbedder
+) -> None:
+    with Store.open(settings, embedder, read_only=True) as reader:
+        with Store.open(settings, embedder) as writer:  # serve's scheduler, in the serving process
+            writer.upsert([doc(1)])
+        assert reader.count() == 1
+        # Downgraded again: another process may read but not write.
+        other = subprocess.run(
+            [sys.executable, "-c", HOLD, "write"], cwd=REPO_ROOT, input="\n", capture_output=True, text=True,
+            timeout=120,
+        )
+        assert other.returncode != 0 and "StoreLocked" in other.stderr
+        reader_child = hold("read")
+        reader_child.communicate("\n", timeout=60)
+        assert reader_child.returncode == 0
 
 
 def _corrupt(settings: Settings) -> None:

@@ -22,8 +22,8 @@ def _fake(settings: object, **_: object) -> HashingEmbedder:
     return HashingEmbedder()
 
 
-indexer.embedding.load_embedder = _fake  # type: ignore[assignment]
-indexer.build.load_embedder = _fake  # type: ignore[assignment]
+indexer.embedding.load_embedder = _fake
+indexer.build.load_embedder = _fake
 
 if __name__ == "__main__":
     main()

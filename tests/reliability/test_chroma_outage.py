@@ -102,8 +102,8 @@ def test_lookups_degrade_within_bounds_and_recover_when_the_server_returns(
             if answer.status_code == 200:
                 body = answer.json()
                 assert body["degraded"] is True, body
-                # The lexical leg still knows the exact signature.
-                assert body["issues"] and body["issues"][0]["id"] == before.json()["issues"][0]["id"]
+                # The lexical leg still answers, and finds what the hybrid search ranked first.
+                assert before.json()["issues"][0]["id"] in {issue["id"] for issue in body["issues"]}
             else:
                 assert answer.status_code == 503, answer.text
                 assert answer.headers["content-type"].startswith("application/problem+json")

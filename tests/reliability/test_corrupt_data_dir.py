@@ -127,7 +127,8 @@ RECOVERABLE = {
 
 def damaged_copy(base: Path, target: Path, damage: Callable[[Path], None]) -> Path:
     shutil.copytree(base, target)
-    (target / ".write.lock").unlink(missing_ok=True)
+    for leftover in target.glob(".*lock*"):  # lock files describe the base dir's holders, not the copy's
+        shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
     damage(target)
     return target
 

@@ -28,6 +28,7 @@ KINDS = {"exception", "message", "error", "warning", "notice", "access", "source
 FUZZ = settings(
     max_examples=250,
     deadline=None,  # timing is asserted per call below, with the issue's bound, not hypothesis' 200 ms
+    database=None,  # no example database written into the checkout
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -193,7 +194,7 @@ def test_admin_runs_need_the_token_and_are_compared_in_constant_time(
     assert on.post("/lookup", json={"error": ERROR}).status_code == 200  # no read token: open
 
 
-def _preflight(client: TestClient, origin: str) -> httpx.Response:
+def _preflight(client: TestClient, origin: str) -> Any:
     return client.options(
         "/lookup",
         headers={

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from indexer.documents import Document, State
-from service.answer import Knowledge, build_fixes
+from service.answer import Knowledge, build_fixes, section_fix
 from service.config import Settings
 from service.retrieval import Hit
 from service.scheduler import Scheduler
@@ -64,7 +64,7 @@ def test_fixes_come_from_cards_merged_prs_and_citing_sections_each_with_sources(
     assert [f.sources[0] for f in fixes] == [issue.url, merged.url, section.id]
     assert fixes[0].confirmed and fixes[0].steps == ["set X=1"]
     assert fixes[1].confirmed and "o/r#2" in fixes[1].summary  # the open PR o/r#3 is not a fix
-    assert fixes[2].summary.startswith("Known issues > X: Why X happens.") and fixes[2].steps == ["Step one"]
+    assert fixes[2].summary == "X: Why X happens." and fixes[2].steps == ["Step one"]
     assert all(f.sources for f in fixes)
 
 
@@ -154,3 +154,22 @@ def test_periodic_resync_runs_and_never_overlaps(settings: Settings, runner: Rec
         assert scheduler.last_run is not None and scheduler.last_run["ok"]
     finally:
         scheduler.stop()
+
+
+def test_a_reference_section_fix_reads_its_cause_and_numbered_fix_steps() -> None:
+    section = Document(
+        id="reference/known-issues.md#y",
+        kind="reference-section",
+        title="Y fails",
+        heading_path=["Known issues", "Y fails"],
+        text=(
+            "Known issues > Y fails\n\n**Errors**\n- `YError: boom`\n\n**Cause:** the **parser** is strict.\n"
+            "More cause.\n\n**Fix**\n1. Upgrade vLLM to 0.11.\n2. Set `--flag`, then\n   restart the server.\n\n"
+            "**Issues:** o/r#1\n"
+        ),
+        references=["o/r#1"],
+    )
+    fix = section_fix(section)
+    assert fix.summary == "Y fails: the parser is strict. More cause."
+    assert fix.steps == ["Upgrade vLLM to 0.11.", "Set `--flag`, then restart the server."]
+    assert fix.sources == ["reference/known-issues.md#y"]
