@@ -18,6 +18,8 @@ import httpx
 import numpy as np
 
 REQUEST_TIMEOUT = 60.0
+SETTLE_S = 0.05
+"""Pause between a baseline call and the request that follows it (see :func:`interleaved`)."""
 
 
 def percentile(values: Sequence[float], p: float) -> float | None:
@@ -129,6 +131,9 @@ def interleaved(
             started = time.perf_counter()
             baseline(text)
             base_ms.append((time.perf_counter() - started) * 1000)
+            # torch's intra-op threads spin-wait after a call; on 2 cores they would steal the CPU the
+            # server needs for the request that follows (measured: +50% on the lookup p50).
+            time.sleep(SETTLE_S)
             run.samples.append(post_lookup(client, text, kind, t0))
     # Busy time of the lookups alone, so req/s is not diluted by the baseline's share of the loop.
     run.seconds = sum(s.ms for s in run.samples) / 1000

@@ -23,6 +23,14 @@ Loader = Callable[[Settings, Callable[[str], None]], LookupEngine]
 RETRY_DELAYS = (2.0, 5.0, 10.0, 30.0, 60.0)
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` shortened in the middle: an error's end usually says how to fix it, so it is kept."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 5) // 2
+    return f"{text[:half]} ... {text[-half:]}"
+
+
 def default_loader(settings: Settings, note: Callable[[str], None]) -> LookupEngine:
     """Open everything for real; builds the index offline first when the store is empty."""
     return LookupEngine.open(settings, on_build=note)
@@ -65,7 +73,7 @@ class Runtime:
                 engine = self.loader(self.settings, self._note)
             except Exception as exc:  # reported on /health and in the 503 detail, then retried
                 delay = self.retry_delays[min(attempt, len(self.retry_delays) - 1)]
-                self.error = f"{type(exc).__name__}: {str(exc)[:300]}"
+                self.error = f"{type(exc).__name__}: {clip(str(exc), 400)}"
                 self.state = "failed"
                 log.error("start-up failed (%s); retrying in %gs", self.error, delay)
                 attempt += 1

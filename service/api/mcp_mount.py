@@ -67,7 +67,10 @@ def _bearer_ok(scope: Scope, expected: str) -> bool:
     for key, value in scope.get("headers", []):
         if key == b"authorization":
             scheme, _, given = value.decode("latin-1").partition(" ")
-            return scheme.lower() == "bearer" and hmac.compare_digest(given.strip(), expected)
+            # Bytes, not str: compare_digest refuses non-ASCII str (a TypeError would be a 500).
+            return scheme.lower() == "bearer" and hmac.compare_digest(
+                given.strip().encode("utf-8"), expected.encode("utf-8")
+            )
     return False
 
 

@@ -24,7 +24,7 @@ from service.config import Settings
 from tests.fakes import HashingEmbedder
 from tests.reliability.conftest import ChromaServer, LiveServer, wait_until
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 ERROR = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
 ANSWER_BOUND = 15.0
@@ -118,3 +118,33 @@ def test_lookups_degrade_within_bounds_and_recover_when_the_server_returns(
     wait_until(lambda: _healthy_again(http), timeout=RECOVERY_BOUND)
     after = http.post("/lookup", json={"error": ERROR}).json()
     assert after["issues"][0]["id"] == before.json()["issues"][0]["id"]
+
+
+def test_a_service_started_while_the_server_is_down_comes_up_when_it_returns(
+    chroma: ChromaServer, tmp_path: Path
+) -> None:
+    from indexer.build import build_index
+    from service.app import create_app
+    from service.engine import LookupEngine
+
+    chroma.start()
+    embedder = HashingEmbedder()
+    settings = Settings(data_dir=tmp_path / "data", chroma_url=chroma.url, collection="outage_cold_start")
+    build_index(settings, embedder=embedder, github=False, progress=False)
+    chroma.stop()
+    app = create_app(
+        settings, loader=lambda s, note: LookupEngine.open(s, embedder=embedder), retry_delays=(0.5, 1.0)
+    )
+    try:
+        with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=ANSWER_BOUND + 10) as http:
+            wait_until(lambda: app.state.runtime.state == "failed", timeout=30)
+            answer, elapsed = _timed(http.post, "/lookup", json={"error": ERROR})
+            assert elapsed < ANSWER_BOUND
+            assert answer.status_code == 503 and answer.headers["retry-after"]
+            assert answer.headers["content-type"].startswith("application/problem+json")
+            assert chroma.url.split("//")[1] in answer.json()["detail"], answer.json()  # says which server
+            assert http.get("/health").json()["status"] == "degraded"
+            chroma.start()
+            wait_until(lambda: _healthy_again(http), timeout=RECOVERY_BOUND)
+    finally:
+        chroma.start()

@@ -151,14 +151,20 @@ def test_lookup_cli_names_the_fix_and_prints_no_traceback(
     assert FIX in output and "Traceback" not in output, output
 
 
-@pytest.mark.parametrize("damage", sorted(UNRECOVERABLE))
+@pytest.mark.parametrize(
+    ("damage", "deep"),
+    [*((name, False) for name in sorted(UNRECOVERABLE)), ("garbage chroma.sqlite3", True)],
+    ids=[*sorted(UNRECOVERABLE), "garbage chroma.sqlite3 under a long path"],
+)
 def test_served_app_says_what_is_wrong_and_how_to_fix_it(
-    damage: str, built_base: Path, _hermetic_env: Path
+    damage: str, deep: bool, built_base: Path, _hermetic_env: Path
 ) -> None:
     from service.app import create_app
 
-    damaged_copy(built_base, _hermetic_env, UNRECOVERABLE[damage])
-    app = create_app(Settings(data_dir=_hermetic_env))  # the real loader, with the fake model
+    # A long data-dir path makes a long message: the fix at its end must survive any shortening.
+    data_dir = _hermetic_env / ("long-" * 30) / "data" if deep else _hermetic_env
+    damaged_copy(built_base, data_dir, UNRECOVERABLE[damage])
+    app = create_app(Settings(data_dir=data_dir))  # the real loader, with the fake model
     with TestClient(app, raise_server_exceptions=False) as client:
         wait_until(lambda: app.state.runtime.state == "failed", timeout=30)
         health = client.get("/health")

@@ -319,3 +319,24 @@ def test_static_sink_check_catches_an_injection() -> None:
         "frame.srcdoc = html",
     ):
         assert _HTML_SINKS.search(line), line
+
+
+@pytest.mark.parametrize(
+    "value",
+    [b"Bearer \xe9t\xe9", b"Bearer " + b"\xff" * 64, b"Bearer " + b"a" * 8000, b"Bearer", b"Bearer  "],
+    ids=["latin-1", "latin-1-long", "8k", "no-token", "blank-token"],
+)
+def test_a_strange_authorization_header_is_refused_not_crashed_on(
+    value: bytes, make_app: Callable[..., FastAPI], settings: Settings
+) -> None:
+    client = TestClient(
+        make_app(settings.model_copy(update={"admin_token": SecretStr(ADMIN), "read_token": SecretStr(READ)})),
+        raise_server_exceptions=False,
+    )
+    headers = [(b"authorization", value), (b"content-type", b"application/json"), (b"accept", b"application/json")]
+    for method, path in (
+        ("POST", "/lookup"), ("GET", "/v1/index/status"), ("POST", "/v1/index/sync"), ("POST", "/mcp"),
+    ):
+        response = client.request(method, path, headers=headers, content=b'{"error": "x"}')
+        assert response.status_code == 401, (path, response.status_code, response.text[:200])
+        assert response.headers["content-type"].startswith("application/problem+json"), path

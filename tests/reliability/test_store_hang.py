@@ -47,7 +47,7 @@ def test_a_hung_store_is_waited_for_once_then_answers_come_at_once(
     fast_components: FastComponents, settings: Settings
 ) -> None:
     store = HangingStore(fast_components.documents, fast_components.embedder)
-    engine = fast_components.engine(settings, store, store_timeout=PROBE_TIMEOUT, check_interval=0.05)  # type: ignore[arg-type]
+    engine = fast_components.engine(settings, store, store_timeout=PROBE_TIMEOUT, check_interval=0.05)
     try:
         healthy, _ = _timed_lookup(engine)
         assert healthy.degraded is False and healthy.issues
