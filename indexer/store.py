@@ -339,12 +339,11 @@ class Store:
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
 
         def run(col: Any) -> list[tuple[str, float]]:
-            count = col.count()
-            if count == 0 or k <= 0:
+            if k <= 0:
                 return []
-            got = col.query(
-                query_embeddings=[vec], n_results=min(k, count), where=where, include=["distances"]
-            )
+            # Chroma clamps n_results to what matches (nothing on an empty collection), so no count() round
+            # trip per lookup: it cost as much as the query itself (bench/results/profile.txt).
+            got = col.query(query_embeddings=[vec], n_results=k, where=where, include=["distances"])
             ids = got["ids"][0]
             distances = (got["distances"] or [[]])[0]
             return [(i, 1.0 - float(d)) for i, d in zip(ids, distances, strict=False)]

@@ -8,7 +8,6 @@ may export the ONNX model into its cache the first time, as any start would.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from service.config import Settings
+from service.engine import parse_time
 
 if TYPE_CHECKING:
     from indexer.embedding import Embedder
@@ -100,17 +100,9 @@ def check_data_dir(settings: Settings) -> Check:
     return Check("data dir", "ok", f"{path} ({state})", facts={"path": str(path)})
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def check_vocab(settings: Settings, *, fix: bool = False) -> Check:
     """The Harmony vocab file is present, passes its sha256 check, and openai-harmony decodes with it."""
-    from service.analysis.harmony import VOCAB_FILE, VOCAB_SHA256, HarmonyAnalyzer, ensure_vocab
+    from service.analysis.harmony import VOCAB_FILE, VOCAB_SHA256, HarmonyAnalyzer, ensure_vocab, sha256_file
     from service.errors import VocabError
 
     target = settings.vocab_dir / VOCAB_FILE
@@ -120,7 +112,7 @@ def check_vocab(settings: Settings, *, fix: bool = False) -> Check:
         problem = f"{target} is missing (the Harmony vocab has not been provisioned yet)"
         repair = "run `gptoss-doctor doctor --fix` to write it offline from the bundled quicktok-v1 copy"
     else:
-        digest = _sha256(target)
+        digest = sha256_file(target)
         if digest != VOCAB_SHA256:
             problem = f"{target} is corrupt: sha256 {digest[:12]}..., expected {VOCAB_SHA256[:12]}..."
             repair += f" (or delete {target}; the service rebuilds it on start)"
@@ -223,15 +215,6 @@ def check_chroma(settings: Settings, ctx: _Context) -> Check:
     )
 
 
-def _parse_time(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-
-
 def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
@@ -271,7 +254,7 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
         ids = {doc.id for doc in store.documents()}
     finally:
         store.close()
-    built_at = _parse_time(status.get("built_at"))
+    built_at = parse_time(status.get("built_at"))
     facts = {"documents": documents, "issues": status.get("issues"), "built_at": str(built_at)}
     checks = [
         Check(
@@ -310,7 +293,7 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
     else:
         checks.append(Check("index freshness", "ok", "holds every bundled KB card and the current docs"))
 
-    synced = _parse_time(status.get("github_synced_at"))
+    synced = parse_time(status.get("github_synced_at"))
     snapshot = snapshot_meta().get("snapshot_date", "unknown date")
     if synced is None:
         checks.append(

@@ -74,7 +74,8 @@ class _Snapshot:
     lexical: Retriever | None = field(default=None)
 
 
-def _parse_time(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
+    """An ISO timestamp from the store's status (or a datetime) as a datetime; None when unreadable."""
     if value is None or isinstance(value, datetime):
         return value
     try:
@@ -88,8 +89,8 @@ def index_info(status: dict[str, Any]) -> IndexInfo:
     return IndexInfo(
         documents=int(status.get("documents") or 0),
         issues=int(status.get("issues") or 0),
-        built_at=_parse_time(status.get("built_at")),
-        github_synced_at=_parse_time(status.get("github_synced_at")),
+        built_at=parse_time(status.get("built_at")),
+        github_synced_at=parse_time(status.get("github_synced_at")),
     )
 
 

@@ -115,6 +115,12 @@ def _kb() -> dict[str, Card]:
 
 def _kb_sources(pattern: str, limit: int = 3) -> list[str]:
     """KB cards that back ``pattern``: a confirmed fix or a workaround naming it first, bare flags last."""
+    return list(_kb_sources_cached(pattern, limit))
+
+
+@lru_cache(maxsize=256)
+def _kb_sources_cached(pattern: str, limit: int) -> tuple[str, ...]:
+    # The patterns are the rules' constants and the KB is fixed: scan it once per pattern, not per lookup.
     rx = re.compile(pattern, re.I)
     scored: list[tuple[int, Card]] = []
     for card in _kb().values():
@@ -125,7 +131,7 @@ def _kb_sources(pattern: str, limit: int = 3) -> list[str]:
         if score:
             scored.append((score, card))
     scored.sort(key=lambda item: (-item[0], item[1].state != "merged", -item[1].number))
-    return [card.id for _, card in scored[:limit]]
+    return tuple(card.id for _, card in scored[:limit])
 
 
 def _hit_sources(hits: Sequence[Document], pattern: str) -> list[str]:
@@ -145,6 +151,7 @@ def _sources(hits: Sequence[Document], pattern: str, limit: int = 3) -> list[str
     return ids[:limit]
 
 
+@lru_cache(maxsize=64)
 def _min_version_for(pattern: str) -> tuple[str, str] | None:
     """The lowest vLLM version the KB says is needed for something matching ``pattern``."""
     rx = re.compile(pattern, re.I)
@@ -357,23 +364,36 @@ def _attention_advice(parsed: ParsedInput, hits: Sequence[Document], category: s
     ]
 
 
+@lru_cache(maxsize=1)
+def _actionable_card_keys() -> tuple[tuple[Card, tuple[str, ...]], ...]:
+    """KB cards with a workaround or a confirmed fix, with their normalised error strings (30+ chars).
+
+    Computed once: normalising every card's signatures on each lookup was a tenth of its time.
+    """
+    from indexer.signatures import normalize_signature
+
+    out = []
+    for card in _kb().values():
+        if not (card.workarounds or (card.fix and card.fix_confirmed)):
+            continue
+        keys = tuple(k for k in (normalize_signature(s) for s in card.error_signatures) if len(k) >= 30)
+        if keys:
+            out.append((card, keys))
+    return tuple(out)
+
+
 def _same_error_cards(parsed: ParsedInput, hits: Sequence[Document], limit: int = 2) -> list[Document]:
     """KB cards that quote the input's exact error string and say what to do about it."""
     if not parsed.normalized:
         return []
-    from indexer.signatures import normalize_signature
-
     shown = [n for n in parsed.normalized[:10] if len(n) >= 30]
     have = {h.id for h in hits}
     found: list[Card] = []
-    for card in _kb().values():
-        if card.id in have or not (card.workarounds or (card.fix and card.fix_confirmed)):
+    for card, keys in _actionable_card_keys():
+        if card.id in have:
             continue
-        for signature in card.error_signatures:
-            key = normalize_signature(signature)
-            if len(key) >= 30 and any(key in s or s in key for s in shown):
-                found.append(card)
-                break
+        if any(key in s or s in key for key in keys for s in shown):
+            found.append(card)
     found.sort(key=lambda c: (not c.fix_confirmed, -len(c.workarounds)))
     from indexer.sources.cards import card_to_document
 

@@ -51,7 +51,8 @@ def build_vocab_bytes() -> bytes:
     return "".join(lines).encode("ascii")
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """The sha256 hex digest of a file, read in 1 MiB chunks."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -80,7 +81,7 @@ def ensure_vocab(vocab_dir: Path, *, source: Callable[[], bytes] = build_vocab_b
             stamp = _stamp(target)
             if _verified.get(key) == stamp:
                 return vocab_dir
-            if _sha256_file(target) == VOCAB_SHA256:
+            if sha256_file(target) == VOCAB_SHA256:
                 _verified[key] = stamp
                 return vocab_dir
             log.warning("%s fails its sha256 check; rebuilding it", target)
@@ -106,7 +107,7 @@ def ensure_vocab(vocab_dir: Path, *, source: Callable[[], bytes] = build_vocab_b
                 handle.flush()
                 os.fsync(handle.fileno())
             # Hash what actually reached the disk, not only what we meant to write.
-            if _sha256_file(tmp) != VOCAB_SHA256:
+            if sha256_file(tmp) != VOCAB_SHA256:
                 raise VocabError(f"{tmp} was written but fails its sha256 check (disk full or faulty?)")
             os.replace(tmp, target)
         except OSError as exc:

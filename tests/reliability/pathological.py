@@ -29,6 +29,10 @@ PATHOLOGICAL: dict[str, Callable[[], str]] = {
     "every control character": lambda: _fill("".join(chr(i) for i in range(32)) + "\x7f"),
     "NUL bytes": lambda: "\x00" * MB,
     "the same exception line x70k": lambda: _fill("ValueError: x\n"),
+    # Distinct lines with one normalised key: no line repeats, yet none adds a new signature.
+    "one error, varying addresses, unterminated fields": lambda: "".join(
+        f"ERROR 0x{i:08x} " + "'message': 'abc" * 140 + "\n" for i in range(500)
+    ),
     "50k distinct error lines": lambda: "".join(f"ERROR worker {i} failed: code {i * 7}\n" for i in range(50_000)),
     "unterminated JSON message fields": lambda: _fill("ERROR " + "'message': 'abc" * 150 + "\n"),
     "unterminated msg= fields": lambda: _fill('error msg="' * 300 + "\n"),
