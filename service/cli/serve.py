@@ -37,10 +37,16 @@ def serve(
     reindex_interval: str | None,
     log_level: str,
 ) -> None:
-    """Run the HTTP service: POST /lookup, /health, /v1/index/status, OpenAPI at /docs.
+    """Run the HTTP service: POST /lookup, /health, /v1/index/status, the page at /, MCP at /mcp.
 
     The port answers at once; lookups return 503 with Retry-After until the index is loaded (and, on
-    an empty data dir, built offline from the docs and the bundled KB).
+    an empty data dir, built offline from the docs and the bundled KB). OpenAPI is at /docs.
+
+    \b
+    Examples:
+      gptoss-doctor serve --port 8000
+      GPTOSS_DOCTOR_REINDEX_INTERVAL=6h GPTOSS_DOCTOR_ADMIN_TOKEN=... gptoss-doctor serve --host 0.0.0.0
+      gptoss-doctor serve --chroma-url http://127.0.0.1:8001   # one of several replicas
     """
     import uvicorn
 
