@@ -220,6 +220,13 @@ def markdown(r: dict[str, Any]) -> str:
     lines += ["## Latency of POST /lookup (served app, loopback)", ""]
     lat = r.get("latency") or {}
     naive = lat.get("naive_encode") or {}
+    if naive.get("p50_ms") and naive.get("p90_ms") and naive["p90_ms"] > 3 * naive["p50_ms"]:
+        lines += [
+            f"**Caution:** the naive encode's p90 is {naive['p90_ms'] / naive['p50_ms']:.1f}x its p50: torch's two "
+            "threads were fighting other processes for the 2 cores, which flatters the ratio below. On a quiet "
+            "run the naive p50 is about 25 ms.",
+            "",
+        ]
     lines += _table(
         ["run", "clients", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms", "req/s", "errors"],
         [

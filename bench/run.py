@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                     naive=naive,
                     on_error=run.errors.__setitem__,
                 )
-                for key in ("cold_start", "load", "service_memory", "fuzz"):
+                for key in ("cold_start", "load", "service_memory", "memory_before_load", "fuzz"):
                     if key in result:
                         r[key] = result[key]
                 r.setdefault("latency", {}).update(result.get("latency", {}))

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from indexer.chroma_client import FIX, make_client, move_aside, short_error
 from indexer.documents import Document
 from indexer.embedding import Embedder
 from indexer.errors import StoreError
@@ -37,7 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FIX = "rebuild it with `gptoss-doctor index --full`"
 ACTIVE = "active"
 LAST_RUN = "last_run"
 CHUNK = 256
@@ -137,13 +135,13 @@ class Store:
             lock = DataDirLock(settings.data_dir, exclusive=not read_only).acquire(timeout=lock_timeout)
         try:
             try:
-                store = cls(_client(settings), settings, embedder, read_only=read_only, lock=lock)
+                store = cls(make_client(settings), settings, embedder, read_only=read_only, lock=lock)
                 store._load()
             except StoreError:
                 if not reset_if_corrupt or settings.chroma_url:
                     raise
-                _move_aside(settings)
-                store = cls(_client(settings), settings, embedder, read_only=read_only, lock=lock)
+                move_aside(settings)
+                store = cls(make_client(settings), settings, embedder, read_only=read_only, lock=lock)
                 store._load()
             return store
         except BaseException:
@@ -180,7 +178,7 @@ class Store:
         except StoreError:
             raise
         except Exception as exc:
-            raise StoreError(f"the index at {self.location} cannot be read ({_short(exc)}); {FIX}") from exc
+            raise StoreError(f"the index at {self.location} cannot be read ({short_error(exc)}); {FIX}") from exc
         self._target = self._active
 
     def close(self) -> None:
@@ -276,13 +274,13 @@ class Store:
             return op(self._collection(self._active))
         except Exception as exc:
             if type(exc).__name__ != "NotFoundError":
-                raise StoreError(f"reading the index at {self.location} failed: {_short(exc)}") from exc
+                raise StoreError(f"reading the index at {self.location} failed: {short_error(exc)}") from exc
         self._collections.clear()
         self._refresh()
         try:
             return op(self._collection(str(self._active)))
         except Exception as exc:
-            raise StoreError(f"reading the index at {self.location} failed: {_short(exc)}; {FIX}") from exc
+            raise StoreError(f"reading the index at {self.location} failed: {short_error(exc)}; {FIX}") from exc
 
     # ----------------------------------------------------------------- reads
     def generation(self) -> str:
@@ -292,7 +290,7 @@ class Store:
         except StoreError:
             raise
         except Exception as exc:
-            raise StoreError(f"reading the index at {self.location} failed: {_short(exc)}") from exc
+            raise StoreError(f"reading the index at {self.location} failed: {short_error(exc)}") from exc
         return f"{self._active}:{self._generation}" if self._active else ""
 
     def documents(self) -> list[Document]:
@@ -567,11 +565,11 @@ class Store:
         try:
             self._client.delete_collection(name)
         except Exception as exc:  # best effort: a leftover is dropped by the next rebuild
-            log.warning("could not drop collection %s: %s", name, _short(exc))
+            log.warning("could not drop collection %s: %s", name, short_error(exc))
         try:
             self._meta.delete(ids=[f"state:{name}"])
         except Exception as exc:
-            log.warning("could not drop state of %s: %s", name, _short(exc))
+            log.warning("could not drop state of %s: %s", name, short_error(exc))
 
     def _drop_leftovers(self) -> None:
         """Drop data collections of rebuilds that died before their swap."""
@@ -580,61 +578,3 @@ class Store:
             if name.startswith(f"{self._base}__g") and name != self._active:
                 log.info("dropping leftover collection %s", name)
                 self._drop(name)
-
-
-def _client(settings: Settings) -> Any:
-    """A Chroma client: HttpClient for a server URL, else the embedded PersistentClient."""
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
-    if settings.chroma_url:
-        from urllib.parse import urlparse
-
-        url = urlparse(settings.chroma_url)
-        try:
-            client = chromadb.HttpClient(
-                host=url.hostname or "localhost",
-                port=url.port or (443 if url.scheme == "https" else 8000),
-                ssl=url.scheme == "https",
-                settings=chroma_settings,
-            )
-            _bound_http(client)
-            return client
-        except Exception as exc:
-            raise StoreError(f"cannot reach the Chroma server at {settings.chroma_url}: {_short(exc)}") from exc
-    try:
-        settings.chroma_dir.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
-    except Exception as exc:
-        raise StoreError(f"the index at {settings.chroma_dir} cannot be opened ({_short(exc)}); {FIX}") from exc
-
-
-HTTP_TIMEOUT = (3.0, 10.0)
-"""(connect, read/write) seconds for each request to a Chroma server."""
-
-
-def _bound_http(client: Any) -> None:
-    """Give the Chroma HTTP client timeouts: chromadb's default (httpx ``timeout=None``) waits forever,
-    so a hung or unreachable server would hang the service's lookups and health checks with it."""
-    import httpx
-
-    session = getattr(getattr(client, "_server", None), "_session", None)
-    if isinstance(session, httpx.Client):
-        connect, read = HTTP_TIMEOUT
-        session.timeout = httpx.Timeout(read, connect=connect)
-
-
-def _move_aside(settings: Settings) -> None:
-    """Move a corrupt embedded store out of the way (kept for inspection) so a rebuild can start."""
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    target = settings.chroma_dir.with_name(f"chroma.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-    log.warning("the index at %s is unreadable; moving it to %s and rebuilding", settings.chroma_dir, target)
-    SharedSystemClient.clear_system_cache()
-    shutil.move(str(settings.chroma_dir), str(target))
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return f"{type(exc).__name__}: {text[:200]}"

@@ -102,9 +102,9 @@ def test_failed_full_rebuild_leaves_the_last_good_index_serving(settings: Settin
     # Only the serving collection is left once the next rebuild runs.
     embedder.fail = False
     build_index(settings, embedder=embedder, full=True, progress=False)
-    from indexer.store import _client
+    from indexer.chroma_client import make_client
 
-    names = sorted(c.name for c in _client(settings).list_collections())
+    names = sorted(c.name for c in make_client(settings).list_collections())
     assert len([n for n in names if n.startswith(f"{settings.collection}__g")]) == 1
 
 

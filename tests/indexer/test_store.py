@@ -388,9 +388,9 @@ def test_a_corrupt_store_raises_store_error_naming_the_fix(settings: Settings, e
 
 
 def test_a_half_written_store_raises_store_error(settings: Settings, embedder: HashingEmbedder) -> None:
-    from indexer.store import _client
+    from indexer.chroma_client import make_client
 
-    client = _client(settings)
+    client = make_client(settings)
     client.create_collection(f"{settings.collection}__g1", embedding_function=None)
     with pytest.raises(StoreError, match="no metadata.*index --full"):
         Store.open(settings, HashingEmbedder())

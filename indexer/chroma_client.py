@@ -1,0 +1,76 @@
+"""Chroma clients: the embedded store or a ``chroma run`` server, with bounded timeouts and clear errors."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from typing import TYPE_CHECKING, Any
+
+from indexer.errors import StoreError
+
+if TYPE_CHECKING:
+    from service.config import Settings
+
+log = logging.getLogger(__name__)
+
+FIX = "rebuild it with `gptoss-doctor index --full`"
+"""What every error about an unreadable index tells the user to do."""
+
+
+def make_client(settings: Settings) -> Any:
+    """A Chroma client: HttpClient for a server URL, else the embedded PersistentClient."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+    if settings.chroma_url:
+        from urllib.parse import urlparse
+
+        url = urlparse(settings.chroma_url)
+        try:
+            client = chromadb.HttpClient(
+                host=url.hostname or "localhost",
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+                settings=chroma_settings,
+            )
+            _bound_http(client)
+            return client
+        except Exception as exc:
+            raise StoreError(f"cannot reach the Chroma server at {settings.chroma_url}: {short_error(exc)}") from exc
+    try:
+        settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+    except Exception as exc:
+        raise StoreError(f"the index at {settings.chroma_dir} cannot be opened ({short_error(exc)}); {FIX}") from exc
+
+
+HTTP_TIMEOUT = (3.0, 10.0)
+"""(connect, read/write) seconds for each request to a Chroma server."""
+
+
+def _bound_http(client: Any) -> None:
+    """Give the Chroma HTTP client timeouts: chromadb's default (httpx ``timeout=None``) waits forever,
+    so a hung or unreachable server would hang the service's lookups and health checks with it."""
+    import httpx
+
+    session = getattr(getattr(client, "_server", None), "_session", None)
+    if isinstance(session, httpx.Client):
+        connect, read = HTTP_TIMEOUT
+        session.timeout = httpx.Timeout(read, connect=connect)
+
+
+def move_aside(settings: Settings) -> None:
+    """Move a corrupt embedded store out of the way (kept for inspection) so a rebuild can start."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    target = settings.chroma_dir.with_name(f"chroma.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+    log.warning("the index at %s is unreadable; moving it to %s and rebuilding", settings.chroma_dir, target)
+    SharedSystemClient.clear_system_cache()
+    shutil.move(str(settings.chroma_dir), str(target))
+
+
+def short_error(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"{type(exc).__name__}: {text[:200]}"
