@@ -137,6 +137,9 @@ class OnnxEmbedder:
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._workers = max(1, min(2, os.cpu_count() or 1))
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Inputs vary in length from one request to the next: the CPU memory arena would keep the
+        # largest buffers it ever saw per concurrent run, so the service's memory would only grow.
+        options.enable_cpu_mem_arena = False
         options.log_severity_level = 3
         self._session = ort.InferenceSession(
             str(folder / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]

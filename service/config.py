@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -116,6 +117,13 @@ class Settings(BaseSettings):
         default=None, description="Bearer token required for lookups when set; unset leaves them open."
     )
     cors_origins: CsvList = Field(default=[], description="Allowed CORS origins, comma-separated; off when empty.")
+    lookup_concurrency: int = Field(
+        default_factory=lambda: max(2, min(8, os.cpu_count() or 2)),
+        ge=1,
+        le=64,
+        description="Lookups computed at once (default: CPU cores, 2 to 8); more wait their turn, which "
+        "keeps latency and memory steady under load.",
+    )
     max_body_bytes: int = Field(
         default=1_048_576, gt=0, description="Largest accepted /lookup body in bytes (413 above it)."
     )

@@ -116,6 +116,8 @@ class LookupEngine:
         self.check_interval = check_interval
         self.store_timeout = store_timeout
         self._reload_lock = threading.Lock()
+        # Lookups beyond the cores only queue for the CPU and hold their buffers meanwhile.
+        self._slots = threading.BoundedSemaphore(settings.lookup_concurrency)
         self._last_check = 0.0
         self._store_error: str | None = None
         self._dense_failed_at: float | None = None
@@ -166,7 +168,11 @@ class LookupEngine:
     # -- the lookup --------------------------------------------------------------------------------
 
     def lookup(self, text: str, top_k: int = 5, repos: Sequence[str] | None = None) -> LookupResponse:
-        """Diagnose one pasted error or log."""
+        """Diagnose one pasted error or log (at most ``lookup_concurrency`` at once; others wait)."""
+        with self._slots:
+            return self._lookup(text, top_k, repos)
+
+    def _lookup(self, text: str, top_k: int, repos: Sequence[str] | None) -> LookupResponse:
         from service.analysis.advice import advise
         from service.analysis.origin import categorize, classify_origin
 

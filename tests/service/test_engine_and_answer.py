@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 from typing import Any
@@ -173,3 +174,43 @@ def test_a_reference_section_fix_reads_its_cause_and_numbered_fix_steps() -> Non
     assert fix.summary == "Y fails: the parser is strict. More cause."
     assert fix.steps == ["Upgrade vLLM to 0.11.", "Set `--flag`, then restart the server."]
     assert fix.sources == ["reference/known-issues.md#y"]
+
+
+class _CountingStore:
+    """Wraps a MemoryStore and records how many dense queries run at the same time."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self.active = 0
+        self.peak = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def query(self, vector: Any, k: int) -> list[tuple[str, float]]:
+        with self._lock:
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            time.sleep(0.05)
+            return self._inner.query(vector, k)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+def test_lookups_beyond_the_concurrency_limit_wait_their_turn(fast_components: FastComponents) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    peaks = {}
+    for limit in (1, 3):
+        store = _CountingStore(fast_components.store())
+        engine = fast_components.engine(Settings(lookup_concurrency=limit), store=store)  # type: ignore[arg-type]
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            texts = [f"Unexpected token 20000{i} while expecting" for i in range(6)]
+            answers = list(pool.map(engine.lookup, texts))
+        assert all(answer.issues for answer in answers)
+        peaks[limit] = store.peak
+    assert peaks[1] == 1
+    assert peaks[3] > 1
