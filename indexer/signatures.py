@@ -129,6 +129,16 @@ def _embedded_messages(line: str) -> list[str]:
     return found
 
 
+# Every line classify_line() keeps contains one of these words (lower-cased): lines without any (most
+# INFO lines of a long log) are passed over with one search instead of a dozen prefix substitutions.
+# Matching the lower-cased line without re.IGNORECASE is several times faster on long logs.
+_MAYBE = re.compile(
+    r"error|exception|exit|interrupt|fail|fault|traceback|root cause|stack trace|direct cause|"
+    r"handling of the above|http/|raise|assert|warn|critical|fatal|panic|invalid|supported|unexpected|"
+    r"cannot|unable|unrecognized|no module|found|\[[ew]\]"
+)
+
+
 def classify_line(raw: str, after_frame: bool = False) -> tuple[str, str] | None:
     """(kind, text) for an error-looking line, None for anything else.
 
@@ -137,7 +147,13 @@ def classify_line(raw: str, after_frame: bool = False) -> tuple[str, str] | None
     """
     raw = raw[:MAX_LINE]
     text = strip_log_prefix(raw)
-    if not text or len(text) < 4 or _FRAME.match(text):
+    if _FRAME.match(text):
+        return None
+    return _classify(raw, text, after_frame)
+
+
+def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
+    if not text or len(text) < 4:
         return None
     if after_frame or text.startswith(("^", "~")):
         is_raise = text.startswith(("raise", "assert"))
@@ -193,12 +209,19 @@ def error_lines(text: str, limit: int = 40) -> list[ErrorLine]:
         if len(raw) < 4 or len(raw.strip()) < 4:
             after_frame = False
             continue
-        memo_key = (raw[:MAX_LINE], after_frame)
+        raw = raw[:MAX_LINE]
+        memo_key = (raw, after_frame)
         if memo_key in done:
             after_frame = done[memo_key]
             continue
-        classified = classify_line(raw, after_frame)
-        after_frame = done[memo_key] = bool(_FRAME.match(strip_log_prefix(raw[:MAX_LINE])))
+        maybe_frame = 'File "' in raw
+        if not (after_frame or maybe_frame or _MAYBE.search(raw.lower())):
+            after_frame = done[memo_key] = False
+            continue
+        stripped = strip_log_prefix(raw)
+        is_frame = maybe_frame and _FRAME.match(stripped) is not None
+        classified = None if is_frame else _classify(raw, stripped, after_frame)
+        after_frame = done[memo_key] = is_frame
         if classified is None:
             continue
         kind, line = classified

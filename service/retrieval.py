@@ -228,7 +228,7 @@ class Retriever:
     def _dense_leg(self, parsed: ParsedInput, limit: int = 60) -> tuple[list[tuple[int, float]], bool]:
         if self.embedder is None or self.dense is None:
             return [], self.dense is None and self.embedder is not None
-        text = parsed.query_text[:1000]
+        text = parsed.query_text[:400]
         try:
             vector = self.embedder.encode([text])[0]
             found = self.dense.query(vector, limit)

@@ -88,7 +88,9 @@ _CLIENTS: list[tuple[str, re.Pattern[str]]] = [
     ("llmperf", re.compile(r"\bllmperf\b", re.I)),
     ("ollama-python", re.compile(r"\bollama\._types\b")),
     ("bedrock", re.compile(r"\bbotocore\b|\bbedrock\b", re.I)),
-    ("openai-python", re.compile(r"\bopenai\.(?:\w+Error|APIStatusError|APIConnectionError)\b|\bfrom openai import\b")),
+    ("openai-python", re.compile(r"\bopenai\.\w+Error\b|\bfrom openai import\b|openai\._base_client")),
+    ("httpx", re.compile(r"\bhttpx\b")),
+    ("requests", re.compile(r"\brequests\.exceptions")),
 ]
 
 

@@ -227,18 +227,6 @@ RULES: tuple[Rule, ...] = (
 )
 
 # Clients whose exceptions carry a server's message; the failure is still the server's.
-_CLIENTS = (
-    ("openai-python", r"\bopenai\.(?:\w+Error|APIStatusError)|openai\._base_client"),
-    ("LiteLLM", r"\blitellm\b"),
-    ("LangChain", r"\blangchain"),
-    ("llama-stack", r"llama[_-]stack"),
-    ("openai-agents", r"\bagents\.|openai-agents"),
-    ("ollama-python", r"ollama\._types"),
-    ("Codex", r"\bcodex\b"),
-    ("httpx", r"\bhttpx\b"),
-    ("requests", r"\brequests\.exceptions"),
-)
-
 _OFFLINE = _rx(
     r"air[- ]?gapped|no (?:internet|network|outbound|egress)|offline|without internet|firewall|egress"
 )
@@ -307,12 +295,8 @@ def _match_cached(signatures: tuple[str, ...], text: str) -> _Finding | None:
 
 
 def _client_name(parsed: ParsedInput) -> str | None:
-    if parsed.client:
-        return parsed.client
-    for name, pattern in _CLIENTS:
-        if re.search(pattern, text_window(parsed.text)):
-            return name
-    return None
+    """The client that reported the error, as parse_input found it (one scan of the input, not two)."""
+    return parsed.client
 
 
 def _hit_side(doc: Document) -> tuple[Side, str] | None:
