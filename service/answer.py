@@ -167,11 +167,14 @@ def section_fix(section: Document, *, also_cites: str | None = None) -> FixOut:
     return FixOut(summary=summary, steps=steps[:6], sources=sources, confirmed=False)
 
 
-def thread_fixes(doc: Document, knowledge: Knowledge, ranked_sections: Collection[str] = ()) -> list[FixOut]:
+def thread_fixes(
+    doc: Document, knowledge: Knowledge, ranked_sections: Collection[str] = (), *, with_sections: bool = True
+) -> list[FixOut]:
     """Fixes a thread leads to: its curated fix and workarounds, merged PRs fixing it, sections citing it.
 
     A thread cited by several sections (one per token id, say) keeps only the sections that also rank
-    for this query; a thread cited by one section keeps it.
+    for this query; a thread cited by one section keeps it. ``with_sections=False`` leaves sections out
+    (a medium-confidence thread should not pull a whole other error family's section into the answer).
     """
     fixes: list[FixOut] = []
     url = thread_url(doc)
@@ -193,7 +196,7 @@ def thread_fixes(doc: Document, knowledge: Knowledge, ranked_sections: Collectio
                 confirmed=True,
             )
         )
-    citing = knowledge.sections_citing(doc.id)
+    citing = knowledge.sections_citing(doc.id) if with_sections else []
     if len(citing) > 1:
         citing = [section_id for section_id in citing if section_id in ranked_sections]
     for section_id in citing:
@@ -219,7 +222,11 @@ def build_fixes(
     for hit in hits:
         if hit.confidence == "low":
             continue
-        candidates = thread_fixes(hit.doc, knowledge, ranked_sections) if is_thread(hit.doc) else []
+        candidates = (
+            thread_fixes(hit.doc, knowledge, ranked_sections, with_sections=hit.confidence == "high")
+            if is_thread(hit.doc)
+            else []
+        )
         if hit.doc.kind == "reference-section":
             candidates = [section_fix(hit.doc)]
         for fix in candidates:

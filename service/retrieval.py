@@ -107,6 +107,8 @@ class _Evidence:
     dense_rank: int | None = None
     dense: float = 0.0
     via_sections: list[str] = field(default_factory=list)
+    conflict: bool = False
+    """The best signature match differs from the input in a rare word on both sides."""
     fused: float = 0.0
 
 
@@ -165,9 +167,9 @@ class Retriever:
 
     # -- legs ---------------------------------------------------------------------------------------
 
-    def _signature_leg(self, parsed: ParsedInput) -> dict[int, tuple[float, str, str]]:
+    def _signature_leg(self, parsed: ParsedInput) -> dict[int, tuple[float, str, str, bool]]:
         """Best signature match per document; a document matching several input lines gains a little."""
-        best: dict[int, tuple[float, str, str]] = {}
+        best: dict[int, tuple[float, str, str, bool]] = {}
         extra: dict[int, float] = {}
         lines = [(e.text, e.weight) for e in parsed.evidence if e.kind not in {"wrapper", "source"}][:8]
         if not lines and not parsed.is_log:
@@ -180,7 +182,7 @@ class Retriever:
                 continue
             partial = tokens[-1] if tokens and not line.rstrip()[-1:].isspace() else ""
             factor = min(1.0, weight)
-            line_best: dict[int, tuple[float, str]] = {}
+            line_best: dict[int, tuple[float, str, bool]] = {}
             for index, sig, s, rank_factor in self._signatures:
                 common = q.keys() & s.keys()
                 if not common:
@@ -201,21 +203,29 @@ class Retriever:
                 # (a truncated paste). Longer shared evidence beats a short generic signature.
                 coverage = max(sig_cov * min(1.0, q_cov + 0.4), q_cov * min(1.0, sig_cov + 0.3))
                 specificity = 0.8 + 0.2 * min(1.0, shared / 30.0)
-                score = coverage * specificity * factor * rank_factor
-                if score > line_best.get(index, (0.0, ""))[0]:
-                    line_best[index] = (score, sig)
-            for index, (score, sig) in line_best.items():
+                # Both sides keep a rare word the other lacks (token 12606 vs 200002, another module
+                # name): the same message template about a different failure, not the same error.
+                conflict = self._conflicts(q, s, common)
+                score = coverage * specificity * factor * rank_factor * (0.85 if conflict else 1.0)
+                if score > line_best.get(index, (0.0, "", False))[0]:
+                    line_best[index] = (score, sig, conflict)
+            for index, (score, sig, conflict) in line_best.items():
                 previous = best.get(index)
                 if previous is None or score > previous[0]:
                     if previous is not None:
                         extra[index] = extra.get(index, 0.0) + previous[0]
-                    best[index] = (score, line, sig)
+                    best[index] = (score, line, sig, conflict)
                 else:
                     extra[index] = extra.get(index, 0.0) + score
         for index, more in extra.items():
-            score, line, sig = best[index]
-            best[index] = (min(1.0, score + 0.03 * min(more, 2.0)), line, sig)
+            score, line, sig, conflict = best[index]
+            best[index] = (min(1.0, score + 0.03 * min(more, 2.0)), line, sig, conflict)
         return best
+
+    def _conflicts(self, q: dict[str, float], s: dict[str, float], common: set[str]) -> bool:
+        rare = 0.45 * self._max_idf
+        q_rare = any(w >= rare for t, w in q.items() if t not in common)
+        return q_rare and any(w >= rare for t, w in s.items() if t not in common)
 
     def _lexical_leg(self, parsed: ParsedInput, limit: int = 100) -> list[tuple[int, float]]:
         tokens = tokenize(parsed.query_text)
@@ -248,9 +258,10 @@ class Retriever:
         def ev(index: int) -> _Evidence:
             return evidence.setdefault(index, _Evidence())
 
-        for index, (score, line, sig) in self._signature_leg(parsed).items():
+        for index, (score, line, sig, conflict) in self._signature_leg(parsed).items():
             e = ev(index)
             e.signature, e.signature_line, e.signature_match = score, line, sig
+            e.conflict = conflict
         lexical = self._lexical_leg(parsed)
         top_lexical = lexical[0][1] if lexical else 0.0
         for rank, (index, score) in enumerate(lexical):
@@ -324,7 +335,8 @@ class Retriever:
         lexical_part = e.lexical if e.lexical_rank is not None and e.lexical_rank < 20 else 0.0
         score = max(e.signature, 0.55 * dense_part + 0.45 * lexical_part * dense_part ** 0.5)
         score = round(min(1.0, max(0.0, score)), 3)
-        if e.signature >= 0.72 or (e.dense >= 0.62 and e.lexical_rank is not None and e.lexical_rank < 3):
+        close_text = e.dense >= 0.62 and e.lexical_rank is not None and e.lexical_rank < 3 and not e.conflict
+        if e.signature >= 0.72 or close_text:
             confidence: Confidence = "high"
         elif e.signature >= 0.5 or e.dense >= 0.5 or (e.lexical_rank == 0 and e.dense >= 0.4):
             confidence = "medium"
