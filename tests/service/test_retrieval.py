@@ -95,3 +95,16 @@ def test_sections_pass_their_score_to_the_threads_they_cite() -> None:
     assert result.hits[0].doc.id == target.id
     assert any("cited by reference/known-issues.md#responses-store" in w for w in result.hits[0].why)
     assert result.sections[0].doc.id == section.id
+
+
+def test_same_template_with_another_token_id_is_not_a_confident_match(retriever: Retriever) -> None:
+    result = retriever.search(
+        parse_input("openai_harmony.HarmonyError: Unexpected token 12606 while expecting start token 200006"),
+        top_k=10,
+    )
+    for hit in result.hits:
+        sigs = " ".join(hit.doc.error_signatures)
+        if "Unexpected token 200002 while expecting" in sigs and "12606" not in sigs:
+            assert hit.confidence != "high", hit.doc.id
+    assert "12606" in " ".join(result.hits[0].doc.error_signatures)
+    assert result.hits[0].confidence == "high"
