@@ -203,7 +203,7 @@ class RunOutcome(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    kind: str = Field(description="sync, rebuild or first-build")
+    kind: str = Field(description="sync, rebuild, rebuild-local or first-build")
     ok: bool
     started_at: datetime
     finished_at: datetime | None = None

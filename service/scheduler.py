@@ -22,19 +22,21 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RunKind = Literal["sync", "rebuild", "first-build"]
+RunKind = Literal["sync", "rebuild", "rebuild-local", "first-build"]
+"""sync: docs + KB + GitHub; rebuild: all of it from scratch; rebuild-local: docs + KB from scratch, no
+network (synced threads are carried over); first-build: docs + KB on an empty data dir."""
 Runner = Callable[..., Any]
 
 
 def default_runner(settings: Settings, *, kind: RunKind, embedder: Embedder | None) -> Any:
-    """The indexer: a GitHub sync, a full rebuild, or (first start) docs + snapshot only."""
+    """The indexer: a GitHub sync, a full rebuild (with or without GitHub), or (first start) docs + KB."""
     from indexer.build import build_index
 
     return build_index(
         settings,
         embedder=embedder,
-        github=kind != "first-build",
-        full=kind == "rebuild",
+        github=kind in ("sync", "rebuild"),
+        full=kind in ("rebuild", "rebuild-local"),
         progress=False,
     )
 

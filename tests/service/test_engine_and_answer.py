@@ -214,3 +214,23 @@ def test_lookups_beyond_the_concurrency_limit_wait_their_turn(fast_components: F
         peaks[limit] = store.peak
     assert peaks[1] == 1
     assert peaks[3] > 1
+
+
+def test_each_run_kind_maps_to_its_index_job(monkeypatch: Any, settings: Settings) -> None:
+    import indexer.build
+    from service.scheduler import default_runner
+
+    seen: dict[str, tuple[bool, bool]] = {}
+    for kind in ("sync", "rebuild", "rebuild-local", "first-build"):
+        monkeypatch.setattr(
+            indexer.build,
+            "build_index",
+            lambda s, kind=kind, **kw: seen.__setitem__(kind, (kw["github"], kw["full"])),
+        )
+        default_runner(settings, kind=kind, embedder=None)
+    assert seen == {
+        "sync": (True, False),
+        "rebuild": (True, True),
+        "rebuild-local": (False, True),
+        "first-build": (False, False),
+    }

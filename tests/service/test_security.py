@@ -72,6 +72,10 @@ def test_admin_token_starts_runs_one_at_a_time(
     assert runner.calls == ["sync", "rebuild"]
     last = client.get("/v1/index/status").json()["last_run"]
     assert last["ok"] is True and last["kind"] == "rebuild" and "summary" in last
+    offline = client.post("/v1/index/rebuild", params={"github": "false"}, headers=bearer(ADMIN))
+    assert offline.status_code == 202 and offline.json()["kind"] == "rebuild-local"
+    wait_until(lambda: len(runner.calls) == 3 and not client.get("/v1/index/status").json()["scheduler"]["running"])
+    assert runner.calls[-1] == "rebuild-local"
     assert ADMIN not in client.get("/v1/index/status").text
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query
 
 from service.api.errors import PROBLEM_JSON
 from service.deps import RuntimeDep, SchedulerDep, require_admin_token, require_read_token
@@ -99,6 +99,12 @@ def trigger_sync(scheduler: SchedulerDep) -> RunAccepted:
     dependencies=[Depends(require_admin_token)],
     responses=_ADMIN_RESPONSES,
 )
-def trigger_rebuild(scheduler: SchedulerDep) -> RunAccepted:
-    """Full rebuild (``index --full --github``) in the background; the old index serves meanwhile."""
-    return _start(scheduler, "rebuild", "Rebuild")
+def trigger_rebuild(
+    scheduler: SchedulerDep,
+    github: Annotated[
+        bool, Query(description="Also re-sync GitHub (needs network); false rebuilds docs + KB offline")
+    ] = True,
+) -> RunAccepted:
+    """Full rebuild (``index --full``, with ``--github`` unless github=false) in the background; the old
+    index serves meanwhile, and threads synced earlier are carried over."""
+    return _start(scheduler, "rebuild" if github else "rebuild-local", "Rebuild")
