@@ -331,7 +331,7 @@ class Retriever:
             why.append(f"semantic similarity {e.dense:.2f} (rank {e.dense_rank + 1})")
         if e.via_sections:
             why.append("cited by " + ", ".join(sorted(set(e.via_sections))[:2]))
-        dense_part = min(1.0, max(0.0, (e.dense - 0.25) / 0.45))
+        dense_part = min(1.0, max(0.0, (e.dense - 0.3) / 0.55))
         lexical_part = e.lexical if e.lexical_rank is not None and e.lexical_rank < 20 else 0.0
         score = max(e.signature, 0.55 * dense_part + 0.45 * lexical_part * dense_part ** 0.5)
         score = round(min(1.0, max(0.0, score)), 3)
