@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from service.config import Settings
 from service.mcp_server import EngineBackend, build_mcp
@@ -60,7 +60,52 @@ class _McpEndpoint:
             detail = "The MCP endpoint starts with the app's lifespan; retry shortly."
             await _send_problem(send, 503, "Service not ready", detail)
             return
+        if scope.get("method") == "POST":
+            body = await _read_limited(scope, receive, self.settings.max_body_bytes)
+            if body is None:
+                detail = f"The body is over {self.settings.max_body_bytes:,} bytes (GPTOSS_DOCTOR_MAX_BODY_BYTES)."
+                await _send_problem(send, 413, "Request body too large", detail, {"connection": "close"})
+                return
+            receive = _replay(body, receive)
         await self.manager.handle_request(scope, receive, send)
+
+
+async def _read_limited(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None as soon as it is known to be over ``limit`` bytes.
+
+    The same limit as ``/lookup``, checked before the body is in memory (the SDK's own cap is larger
+    and answers in plain text).
+    """
+    for key, value in scope.get("headers", []):
+        if key == b"content-length" and value.isdigit() and int(value) > limit:
+            return None
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)  # the client went away: the SDK sees an empty body and answers it
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the already-read body over once, then defers to the real one."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 def _bearer_ok(scope: Scope, expected: str) -> bool:

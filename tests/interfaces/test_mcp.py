@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -306,3 +306,26 @@ def test_mcp_over_stdio_with_the_real_index(built_index: Settings) -> None:
     doc = out["doc"].contents[0]
     assert isinstance(doc, TextResourceContents)
     assert doc.text == (PROJECT_ROOT / "reference" / "tool-calling-setup.md").read_text()
+
+
+@pytest.mark.slow
+def test_mcp_over_http_enforces_the_body_limit(make_live_app: Any, _hermetic_env: Path) -> None:
+    app = make_live_app(Settings(data_dir=_hermetic_env, max_body_bytes=2048))
+    big = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 4096}}
+    declared = httpx2.post(f"{app.url}/mcp", json=big, timeout=10)
+    assert declared.status_code == 413
+    assert declared.headers["content-type"].startswith("application/problem+json")
+    assert declared.json()["status"] == 413
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit is counted while reading
+        for _ in range(8):
+            yield b"x" * 1024
+
+    streamed = httpx2.post(f"{app.url}/mcp", content=chunks(), timeout=10)
+    assert streamed.status_code == 413
+
+    async def go() -> set[str]:  # requests under the limit still work
+        async with Client(f"{app.url}/mcp") as client:
+            return {tool.name for tool in (await client.list_tools()).tools}
+
+    assert run(go) == TOOLS
