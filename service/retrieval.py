@@ -148,6 +148,13 @@ class Retriever:
                 weights = self._weights(signature_tokens(sig))
                 if weights:
                     self._signatures.append((index, sig, weights, 1.0 if position == 0 else 0.96))
+        # Token -> signatures holding it, so a line is compared only with signatures it can match.
+        self._sig_postings: dict[str, list[int]] = {}
+        for j, (_, _, weights, _) in enumerate(self._signatures):
+            for token in weights:
+                self._sig_postings.setdefault(token, []).append(j)
+        self._sig_totals = [sum(weights.values()) for _, _, weights, _ in self._signatures]
+        self._sig_max = [max(weights.values()) for _, _, weights, _ in self._signatures]
 
     @classmethod
     def from_store(cls, store: object, embedder: Embedder | None) -> Retriever:
@@ -183,12 +190,11 @@ class Retriever:
             partial = tokens[-1] if tokens and not line.rstrip()[-1:].isspace() else ""
             factor = min(1.0, weight)
             line_best: dict[int, tuple[float, str, bool]] = {}
-            for index, sig, s, rank_factor in self._signatures:
+            for j in self._sig_candidates(q, bool(partial)):
+                index, sig, s, rank_factor = self._signatures[j]
                 common = q.keys() & s.keys()
-                if not common:
-                    continue
                 shared = sum(s[t] for t in common)
-                s_total = sum(s.values())
+                s_total = self._sig_totals[j]
                 if partial and partial not in s:
                     # A paste cut mid-word ("... while expect"): the cut word counts as its completion.
                     completion = next((t for t in s if t.startswith(partial) and t not in common), None)
@@ -221,6 +227,22 @@ class Retriever:
             score, line, sig, conflict = best[index]
             best[index] = (min(1.0, score + 0.03 * min(more, 2.0)), line, sig, conflict)
         return best
+
+    def _sig_candidates(self, q: dict[str, float], partial: bool) -> list[int]:
+        """Signatures that share a word with the line and could still cover half of their weight.
+
+        An upper bound of the real test below (a cut word may add one more word of the signature), so
+        nothing that would match is skipped.
+        """
+        shared: dict[int, float] = {}
+        for token in q:
+            for j in self._sig_postings.get(token, ()):
+                shared[j] = shared.get(j, 0.0) + self._signatures[j][2][token]
+        return sorted(
+            j
+            for j, mass in shared.items()
+            if mass + (self._sig_max[j] if partial else 0.0) >= 0.5 * self._sig_totals[j]
+        )
 
     def _conflicts(self, q: dict[str, float], s: dict[str, float], common: set[str]) -> bool:
         rare = 0.45 * self._max_idf
