@@ -16,6 +16,7 @@ import logging
 import math
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -29,6 +30,8 @@ from service.analysis.input import ParsedInput
 
 log = logging.getLogger(__name__)
 
+_DENSE_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dense-leg")
+"""Shared by every Retriever generation; the engine bounds how many lookups run at once."""
 THREAD_KINDS = frozenset({"card", "issue", "pull"})
 CORE_REPOS = frozenset({"vllm-project/vllm", "openai/harmony"})
 Confidence = Literal["high", "medium", "low"]
@@ -257,7 +260,7 @@ class Retriever:
         order = np.argsort(-scores)[:limit]
         return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
 
-    def _dense_leg(self, parsed: ParsedInput, limit: int = 60) -> tuple[list[tuple[int, float]], bool]:
+    def _dense_leg(self, parsed: ParsedInput, limit: int = 40) -> tuple[list[tuple[int, float]], bool]:
         if self.embedder is None or self.dense is None:
             return [], self.dense is None and self.embedder is not None
         text = parsed.query_text[:400]
@@ -280,6 +283,9 @@ class Retriever:
         def ev(index: int) -> _Evidence:
             return evidence.setdefault(index, _Evidence())
 
+        # The dense leg (ONNX model, then the vector store) releases the GIL: it runs beside the two
+        # Python legs instead of after them.
+        dense_job = _DENSE_POOL.submit(self._dense_leg, parsed)
         for index, (score, line, sig, conflict) in self._signature_leg(parsed).items():
             e = ev(index)
             e.signature, e.signature_line, e.signature_match = score, line, sig
@@ -289,7 +295,7 @@ class Retriever:
         for rank, (index, score) in enumerate(lexical):
             e = ev(index)
             e.lexical_rank, e.lexical = rank, score / top_lexical if top_lexical else 0.0
-        dense, degraded = self._dense_leg(parsed)
+        dense, degraded = dense_job.result()
         for rank, (index, sim) in enumerate(dense):
             e = ev(index)
             e.dense_rank, e.dense = rank, sim
