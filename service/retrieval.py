@@ -30,7 +30,7 @@ from service.analysis.input import ParsedInput
 
 log = logging.getLogger(__name__)
 
-_DENSE_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dense-leg")
+_DENSE_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dense-leg")
 """Shared by every Retriever generation; the engine bounds how many lookups run at once."""
 THREAD_KINDS = frozenset({"card", "issue", "pull"})
 CORE_REPOS = frozenset({"vllm-project/vllm", "openai/harmony"})

@@ -12,6 +12,29 @@ from typing import Any
 
 import click
 
+M_ARENA_MAX = -8
+"""glibc's mallopt() parameter number for the arena limit."""
+
+
+def limit_malloc_arenas(arenas: int = 2) -> bool:
+    """Cap glibc's malloc arenas before the worker threads start.
+
+    glibc gives each new thread that contends for the heap an arena of its own (up to 8 per core);
+    lookups run on the server's thread pool, so over a long load the process keeps many half-empty
+    arenas and its RSS only grows. Two arenas keep memory flat at no measurable cost in latency.
+    Returns False where there is no glibc (nothing to do).
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name:
+        return False
+    try:
+        return bool(ctypes.CDLL(name).mallopt(M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):
+        return False
+
 
 @click.command()
 @click.option("--host", envvar="GPTOSS_DOCTOR_HOST", default="127.0.0.1", show_default=True, help="Bind address.")
@@ -67,4 +90,5 @@ def serve(
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    limit_malloc_arenas()
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())

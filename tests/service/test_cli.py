@@ -85,3 +85,11 @@ def test_serve_options_mirror_the_settings_env_vars(monkeypatch: pytest.MonkeyPa
     assert seen["settings"].reindex_interval.total_seconds() == 6 * 3600
     bad = CliRunner().invoke(main, ["serve"], env={"GPTOSS_DOCTOR_REINDEX_INTERVAL": "soon"})
     assert bad.exit_code == 1 and "invalid duration" in bad.output
+
+
+def test_serve_caps_malloc_arenas_where_glibc_is_there() -> None:
+    import ctypes.util
+
+    from service.cli.serve import limit_malloc_arenas
+
+    assert limit_malloc_arenas() is (ctypes.util.find_library("c") is not None)
