@@ -16,8 +16,10 @@ a 5xx, a slow response, a malformed JSON body, or a delay that signals an event 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
+import socket
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -121,20 +123,33 @@ class FakeGitHub:
         self.search_cap = 1000  # GitHub's search API returns at most this many results
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._host: str | None = None
+        self._stopping = threading.Event()
+        self._connections: set[socket.socket] = set()
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> FakeGitHub:
+        self._stopping.clear()
         handler = type("Handler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
+        # stop() joins the handler threads, so no request outlives the test that made it.
+        self._server.daemon_threads = False
+        self._server.block_on_close = True
+        self._host = f"http://127.0.0.1:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="fake-github", daemon=True)
         self._thread.start()
         return self
 
     def stop(self) -> None:
         if self._server is not None:
+            self._stopping.set()  # wakes held and slow requests, so closing the server joins them at once
             self._server.shutdown()
+            with self.lock:
+                open_connections = list(self._connections)
+            for connection in open_connections:  # an idle keep-alive connection would block the join
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
             self._server.server_close()
             self._server = None
 
@@ -146,8 +161,9 @@ class FakeGitHub:
 
     @property
     def host(self) -> str:
-        assert self._server is not None, "the fake is not started"
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        # Kept after stop(): a handler thread still answering builds its links from it.
+        assert self._host is not None, "the fake is not started"
+        return self._host
 
     @property
     def base_url(self) -> str:
@@ -423,6 +439,17 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out in separate writes
 
+    def setup(self) -> None:
+        super().setup()
+        with self.fake.lock:
+            self.fake._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.fake.lock:
+            self.fake._connections.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         pass  # keep test output clean; requests are recorded in fake.requests
 
@@ -450,7 +477,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(fault.status, {"message": "Server Error"}, {}, record)
             if fault.kind in {"slow", "hold"}:
                 fault.started.set()
-                time.sleep(fault.delay)
+                if self.fake._stopping.wait(fault.delay):
+                    return  # the fake is stopping: drop the connection unanswered
         try:
             status, body, headers = self._route(parts.path, query, page)
         except KeyError:

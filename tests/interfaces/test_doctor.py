@@ -26,7 +26,7 @@ def _doctor(*args: str) -> tuple[int, str, dict[str, Any]]:
     text = runner.invoke(main, ["doctor", *args])
     as_json = runner.invoke(main, ["doctor", "--json", *args])
     assert text.exit_code == as_json.exit_code, (text.output, as_json.output)
-    return text.exit_code, text.output, json.loads(as_json.output)
+    return text.exit_code, text.output, json.loads(as_json.stdout)
 
 
 def _by_name(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
