@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -25,20 +26,7 @@ def make_client(settings: Settings) -> Any:
 
     chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
     if settings.chroma_url:
-        from urllib.parse import urlparse
-
-        url = urlparse(settings.chroma_url)
-        try:
-            client = chromadb.HttpClient(
-                host=url.hostname or "localhost",
-                port=url.port or (443 if url.scheme == "https" else 8000),
-                ssl=url.scheme == "https",
-                settings=chroma_settings,
-            )
-            _bound_http(client)
-            return client
-        except Exception as exc:
-            raise StoreError(f"cannot reach the Chroma server at {settings.chroma_url}: {short_error(exc)}") from exc
+        return _http_client(settings.chroma_url, chroma_settings)
     try:
         settings.chroma_dir.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
@@ -48,6 +36,49 @@ def make_client(settings: Settings) -> Any:
 
 HTTP_TIMEOUT = (3.0, 10.0)
 """(connect, read/write) seconds for each request to a Chroma server."""
+
+
+def _http_client(chroma_url: str, chroma_settings: Any) -> Any:
+    """An HttpClient for ``chroma_url`` whose creation, like every later request, is bounded in time.
+
+    Creating the client already asks the server for its tenant and database, before
+    :func:`_bound_http` can give the session timeouts: against a server that accepts connections but
+    never answers (a paused process), that request would wait forever and hang the service's start-up.
+    So the creation runs in a daemon thread that is abandoned after the connect + read timeout.
+    """
+    from urllib.parse import urlparse
+
+    import chromadb
+
+    url = urlparse(chroma_url)
+    outcome: dict[str, Any] = {}
+
+    def connect() -> None:
+        try:
+            outcome["client"] = chromadb.HttpClient(
+                host=url.hostname or "localhost",
+                port=url.port or (443 if url.scheme == "https" else 8000),
+                ssl=url.scheme == "https",
+                settings=chroma_settings,
+            )
+        except Exception as exc:
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=connect, name="chroma-connect", daemon=True)
+    worker.start()
+    deadline = sum(HTTP_TIMEOUT)
+    worker.join(deadline)
+    if worker.is_alive():
+        raise StoreError(
+            f"the Chroma server at {chroma_url} did not answer within {deadline:g}s (paused, overloaded or unreachable)"
+        )
+    if "error" in outcome:
+        raise StoreError(
+            f"cannot reach the Chroma server at {chroma_url}: {short_error(outcome['error'])}"
+        ) from outcome["error"]
+    client = outcome["client"]
+    _bound_http(client)
+    return client
 
 
 def _bound_http(client: Any) -> None:

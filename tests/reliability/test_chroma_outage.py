@@ -120,21 +120,22 @@ def test_lookups_degrade_within_bounds_and_recover_when_the_server_returns(
     assert after["issues"][0]["id"] == before.json()["issues"][0]["id"]
 
 
+@pytest.mark.parametrize("outage", ["terminated", "paused"])
 def test_a_service_started_while_the_server_is_down_comes_up_when_it_returns(
-    chroma: ChromaServer, tmp_path: Path
+    outage: str, chroma: ChromaServer, tmp_path: Path
 ) -> None:
+    """Terminated: connections are refused. Paused: the very first request (creating the Chroma client)
+    is accepted and never answered, so start-up must give up on it in bounded time and retry."""
     from indexer.build import build_index
     from service.app import create_app
     from service.engine import LookupEngine
 
     chroma.start()
     embedder = HashingEmbedder()
-    settings = Settings(data_dir=tmp_path / "data", chroma_url=chroma.url, collection="outage_cold_start")
+    settings = Settings(data_dir=tmp_path / "data", chroma_url=chroma.url, collection=f"outage_cold_{outage}")
     build_index(settings, embedder=embedder, github=False, progress=False)
-    chroma.stop()
-    app = create_app(
-        settings, loader=lambda s, note: LookupEngine.open(s, embedder=embedder), retry_delays=(0.5, 1.0)
-    )
+    _stop(chroma, outage)
+    app = create_app(settings, loader=lambda s, note: LookupEngine.open(s, embedder=embedder), retry_delays=(0.5, 1.0))
     try:
         with LiveServer(app) as server, httpx.Client(base_url=server.url, timeout=ANSWER_BOUND + 10) as http:
             wait_until(lambda: app.state.runtime.state == "failed", timeout=30)
@@ -144,7 +145,7 @@ def test_a_service_started_while_the_server_is_down_comes_up_when_it_returns(
             assert answer.headers["content-type"].startswith("application/problem+json")
             assert chroma.url.split("//")[1] in answer.json()["detail"], answer.json()  # says which server
             assert http.get("/health").json()["status"] == "degraded"
-            chroma.start()
+            _resume(chroma, outage)
             wait_until(lambda: _healthy_again(http), timeout=RECOVERY_BOUND)
     finally:
-        chroma.start()
+        _resume(chroma, outage)
