@@ -6,7 +6,8 @@ Layout inside Chroma (embedded ``PersistentClient`` or a ``chroma run`` server, 
   in ``documents``, its vector, and scalar metadata (kind, repo, number, state, hashes).
 * ``<collection>__meta``: small records with a 1-d dummy vector:
   ``active`` -> which data collection serves and its generation; ``state:<data collection>`` ->
-  generation, watermarks, built/synced times, embedder; ``last_run`` -> the last run's outcome.
+  generation, watermarks, built/synced times, embedder; ``last_run`` -> the last run's outcome;
+  on a Chroma server, ``lease:writer`` -> which process is writing (one at a time, indexer/lease.py).
 
 Keeping meta in Chroma makes replicas on one server agree. A full rebuild writes a fresh data collection
 and swaps ``active`` only when it completes, so a failed rebuild leaves the last good index serving.
@@ -28,7 +29,8 @@ import numpy as np
 from indexer.chroma_client import FIX, make_client, move_aside, short_error
 from indexer.documents import Document
 from indexer.embedding import Embedder
-from indexer.errors import StoreError
+from indexer.errors import StoreError, StoreLocked
+from indexer.lease import WriterLease
 from indexer.lock import DataDirLock
 
 if TYPE_CHECKING:
@@ -97,12 +99,15 @@ class Store:
         *,
         read_only: bool,
         lock: DataDirLock | None,
+        lock_timeout: float = 0.0,
     ) -> None:
         self._client = client
         self.settings = settings
         self.embedder = embedder
         self.read_only = read_only
         self._lock = lock
+        self._lock_timeout = lock_timeout
+        self._lease: WriterLease | None = None  # a writer's hold on a Chroma server's index
         self._base = settings.collection
         self._meta_name = f"{self._base}__meta"
         self._meta: Any = None
@@ -133,17 +138,27 @@ class Store:
         if not settings.chroma_url:
             # Readers share the data dir, a writer has it alone (see indexer/lock.py for why).
             lock = DataDirLock(settings.data_dir, exclusive=not read_only).acquire(timeout=lock_timeout)
+
+        def load() -> Store:
+            store = cls(
+                make_client(settings), settings, embedder, read_only=read_only, lock=lock, lock_timeout=lock_timeout
+            )
+            try:
+                store._load()
+            except BaseException:
+                if store._lease is not None:
+                    store._lease.release()
+                raise
+            return store
+
         try:
             try:
-                store = cls(make_client(settings), settings, embedder, read_only=read_only, lock=lock)
-                store._load()
+                return load()
             except StoreError:
                 if not reset_if_corrupt or settings.chroma_url:
                     raise
                 move_aside(settings)
-                store = cls(make_client(settings), settings, embedder, read_only=read_only, lock=lock)
-                store._load()
-            return store
+                return load()
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -160,6 +175,9 @@ class Store:
                 self._meta = self._client.get_or_create_collection(self._meta_name, embedding_function=None)
             else:
                 self._meta = self._client.get_collection(self._meta_name, embedding_function=None)
+            if not self.read_only and self.settings.chroma_url and self._lease is None:
+                # Other hosts may write this server's index too: one writer at a time (indexer/lease.py).
+                self._lease = WriterLease(self._meta, self.location).acquire(timeout=self._lock_timeout)
             active = self._meta_get([ACTIVE]).get(ACTIVE)
             if active is None:
                 if self.read_only:
@@ -175,14 +193,17 @@ class Store:
                 # A writer died between writing documents and bumping the generation: bump it now so
                 # replicas rebuild their lexical index from what is actually stored.
                 self._bump(self._active)
-        except StoreError:
+        except (StoreError, StoreLocked):
             raise
         except Exception as exc:
             raise StoreError(f"the index at {self.location} cannot be read ({short_error(exc)}); {FIX}") from exc
         self._target = self._active
 
     def close(self) -> None:
-        """Release the data dir lock (the Chroma client itself needs no closing)."""
+        """Release the writer lease or the data dir lock (the Chroma client itself needs no closing)."""
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
         if self._lock is not None:
             self._lock.release()
             self._lock = None
@@ -214,9 +235,7 @@ class Store:
         while f"{self._base}__g{seq}" in names:
             seq += 1
         name = f"{self._base}__g{seq}"
-        self._client.create_collection(
-            name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
-        )
+        self._client.create_collection(name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
         self._write_meta(
             {
                 f"state:{name}": {
@@ -242,6 +261,7 @@ class Store:
 
     def _bump(self, name: str, **extra: Any) -> str:
         """New generation for a data collection (and the active pointer when it serves)."""
+        self._check_lease()
         generation = uuid.uuid4().hex[:16]
         state = self._state(name) | extra | {"generation": generation, "dirty": False}
         records = {f"state:{name}": state}
@@ -330,9 +350,7 @@ class Store:
         """One served document or None."""
         return self.get_many([doc_id]).get(doc_id)
 
-    def query(
-        self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None
-    ) -> list[tuple[str, float]]:
+    def query(self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
         """The k nearest documents as (id, cosine similarity), best first."""
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
 
@@ -439,6 +457,11 @@ class Store:
         name = self._writable_target()
         self._write_meta({f"state:{name}": self._state(name) | {"built_at": _now()}})
 
+    def _check_lease(self) -> None:
+        """On a Chroma server: refuse to publish when this writer lost its lease (indexer/lease.py)."""
+        if self._lease is not None:
+            self._lease.check()
+
     def _writable_target(self) -> str:
         self._require_writable()
         if self._target is None:
@@ -529,6 +552,12 @@ class Store:
                 self._carry_over(old, name, carry)
             yield
         except BaseException:
+            self._target = old
+            self._drop(name)
+            raise
+        try:
+            self._check_lease()
+        except StoreLocked:
             self._target = old
             self._drop(name)
             raise

@@ -1,8 +1,9 @@
 """Index runs inside ``serve``: the periodic GitHub re-sync and the admin-triggered sync/rebuild.
 
 One lock covers every run, periodic or triggered, so two never overlap in this process (the indexer's
-file lock guards against other processes). Each run's outcome is kept for ``/v1/index/status``; a
-failed run leaves the last good index serving.
+file lock, or on a Chroma server its writer lease, guards against other processes; a run that finds
+another process writing a shared server's index is recorded as skipped). Each run's outcome is kept
+for ``/v1/index/status``; a failed run leaves the last good index serving.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from indexer.errors import StoreLocked
 from service.config import Settings
 from service.models import SchedulerState
 
@@ -133,8 +135,14 @@ class Scheduler:
             outcome.update(ok=True, summary=line)
             log.info("%s finished: %s", kind, line)
         except Exception as exc:  # any failure is recorded and reported; the old index keeps serving
-            outcome.update(error=f"{type(exc).__name__}: {str(exc)[:300]}")
-            log.warning("%s failed: %s", kind, outcome["error"])
+            if isinstance(exc, StoreLocked) and self.settings.chroma_url:
+                # A shared Chroma server: another replica or the indexer job is writing this index right
+                # now, so the work is being done. Not a failure; the reason is kept.
+                outcome.update(ok=True, skipped=True, summary=f"skipped: {str(exc)[:300]}")
+                log.info("%s skipped: %s", kind, exc)
+            else:
+                outcome.update(error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                log.warning("%s failed: %s", kind, outcome["error"])
         outcome.update(finished_at=datetime.now(UTC).isoformat(), seconds=round(time.monotonic() - t0, 2))
         self.last_run = outcome
         if self.on_finished is not None:
