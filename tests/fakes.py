@@ -16,8 +16,10 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,35 @@ import pytest
 
 _TOKEN = re.compile(r"\w+")
 TEST_CACHE = Path(os.environ.get("GPTOSS_DOCTOR_TEST_CACHE", "/tmp/gptoss-doctor-test-cache"))
+REPO_ROOT = Path(__file__).resolve().parents[1]
+_HOLDER = textwrap.dedent(
+    """
+    import sys
+    from indexer.store import Store
+    from service.config import Settings
+    from tests.fakes import HashingEmbedder
+    store = Store.open(Settings(), HashingEmbedder())
+    print("held", flush=True)
+    sys.stdin.readline()
+    store.close()
+    """
+)
+
+
+@contextmanager
+def store_held_by_another_process() -> Iterator[int]:
+    """A real child process holding the store open for writing (settings from the environment).
+
+    Yields the child's pid once it holds the store; it lets go when the block ends.
+    """
+    child = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        yield child.pid
+    finally:
+        child.communicate("\n", timeout=60)
 
 
 class HashingEmbedder:

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,10 +16,9 @@ from indexer.sources.cards import bundled_cards
 from indexer.store import Store
 from service.cli import main
 from service.config import Settings
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, store_held_by_another_process
 from tests.indexer.conftest import REFERENCE, write_docs
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 CARDS = len(bundled_cards())
 SECTIONS = 6  # the tiny docs of conftest: 3 in SKILL.md (preamble, 2 headings), 3 in known-issues.md
 
@@ -119,30 +115,12 @@ def test_full_rebuild_repairs_a_corrupt_store(settings: Settings, embedder: Hash
 
 
 def test_build_refuses_while_another_process_holds_the_store(settings: Settings, embedder: HashingEmbedder) -> None:
-    script = textwrap.dedent(
-        """
-        import sys, time
-        from indexer.store import Store
-        from service.config import Settings
-        from tests.fakes import HashingEmbedder
-        store = Store.open(Settings(), HashingEmbedder())
-        print("held", flush=True)
-        sys.stdin.readline()
-        store.close()
-        """
-    )
-    child = subprocess.Popen(
-        [sys.executable, "-c", script], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "held"
-        with pytest.raises(StoreLocked, match=f"pid {child.pid}"):
+    with store_held_by_another_process() as pid:
+        with pytest.raises(StoreLocked, match=f"pid {pid}"):
             build_index(settings, embedder=embedder, progress=False)
         result = CliRunner().invoke(main, ["index", "--no-progress"], obj={"embedder": embedder})
         assert result.exit_code == 75
-        assert f"held by pid {child.pid}" in result.output
-    finally:
-        child.communicate("\n", timeout=60)
+        assert f"held by pid {pid}" in result.output
     assert build_index(settings, embedder=embedder, progress=False).documents == CARDS + SECTIONS
 
 

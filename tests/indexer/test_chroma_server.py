@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -24,10 +20,9 @@ from indexer.store import Store
 from service.cli import main
 from service.config import Settings
 from service.scheduler import Scheduler
-from tests.fakes import ChromaURL, HashingEmbedder
+from tests.fakes import ChromaURL, HashingEmbedder, store_held_by_another_process
 
 pytestmark = pytest.mark.slow
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def doc(n: int, text: str | None = None) -> Document:
@@ -242,27 +237,9 @@ def test_cli_index_beside_another_hosts_writer_exits_75_naming_it(
 ) -> None:
     monkeypatch.setenv("GPTOSS_DOCTOR_CHROMA_URL", str(server_settings.chroma_url))
     monkeypatch.setenv("GPTOSS_DOCTOR_COLLECTION", server_settings.collection)
-    script = textwrap.dedent(
-        """
-        import sys
-        from indexer.store import Store
-        from service.config import Settings
-        from tests.fakes import HashingEmbedder
-        store = Store.open(Settings(), HashingEmbedder(dimension=64))
-        print("held", flush=True)
-        sys.stdin.readline()
-        store.close()
-        """
-    )
-    child = subprocess.Popen(
-        [sys.executable, "-c", script], cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+    with store_held_by_another_process() as pid:
         result = CliRunner().invoke(main, ["index", "--no-progress"], obj={"embedder": embedder})
         assert result.exit_code == 75, result.output
-        assert f"pid {child.pid} on {socket.gethostname()}" in result.output
-    finally:
-        child.communicate("\n", timeout=60)
+        assert f"pid {pid} on {socket.gethostname()}" in result.output
     result = CliRunner().invoke(main, ["index", "--no-progress"], obj={"embedder": embedder})
     assert result.exit_code == 0, result.output
