@@ -17,17 +17,14 @@ clock time: hosts sharing a server need synchronised clocks, as for any lease.
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import sys
 import threading
 import time
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from indexer.errors import StoreLocked
+from indexer.lock import holder_info
 
 log = logging.getLogger(__name__)
 
@@ -59,14 +56,7 @@ class WriterLease:
         return dict(metadatas[0]) if got.get("ids") and metadatas and metadatas[0] else None
 
     def _write(self, since: str) -> None:
-        record = {
-            "owner": self.owner,
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200],
-            "since": since,
-            "expires": time.time() + self.ttl,
-        }
+        record = holder_info("write") | {"owner": self.owner, "since": since, "expires": time.time() + self.ttl}
         self._meta.upsert(ids=[KEY], embeddings=[[1.0]], metadatas=[record])
 
     def _refusal(self, holder: dict[str, Any]) -> str:

@@ -53,7 +53,8 @@ _LOCKS: dict[Path, _ProcessLock] = {}
 _GUARD = threading.RLock()
 
 
-def _holder_info(mode: str) -> dict[str, object]:
+def holder_info(mode: str) -> dict[str, object]:
+    """Who holds a lock or lease: pid, host, mode, command line and since when (shown in refusals)."""
     return {
         "pid": os.getpid(),
         "host": socket.gethostname(),
@@ -177,7 +178,7 @@ class DataDirLock:
     def _record(self, mode: str) -> None:
         try:
             self.holders.mkdir(parents=True, exist_ok=True)
-            (self.holders / f"{os.getpid()}.json").write_text(json.dumps(_holder_info(mode)))
+            (self.holders / f"{os.getpid()}.json").write_text(json.dumps(holder_info(mode)))
         except OSError:
             pass  # naming the holder is a courtesy; the lock itself is the flock
 

@@ -551,13 +551,8 @@ class Store:
             if old is not None and carry is not None:
                 self._carry_over(old, name, carry)
             yield
+            self._check_lease()  # a writer that lost its lease publishes nothing
         except BaseException:
-            self._target = old
-            self._drop(name)
-            raise
-        try:
-            self._check_lease()
-        except StoreLocked:
             self._target = old
             self._drop(name)
             raise
