@@ -49,6 +49,22 @@ def split_issue_id(value: str) -> tuple[str, int]:
     return match["repo"], int(match["number"])
 
 
+class Verification(BaseModel):
+    """When and against what a card's actionable claims (fix, flags, versions, states) were checked."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    on: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$", description="Date of the check, YYYY-MM-DD")
+    against: list[str] = Field(
+        min_length=1, description="What was read: the thread (body and comments), PRs, upstream source files"
+    )
+    outcome: Literal["confirmed", "corrected", "unverifiable"] = Field(
+        description="confirmed: the card matched; corrected: fields were changed to match; unverifiable: the "
+        "thread could not be read, so the card stands as curated but unchecked"
+    )
+    note: str | None = Field(default=None, description="What was corrected or could not be checked")
+
+
 class Card(BaseModel):
     """One curated KB card: a public GitHub thread summarised in the project's own words."""
 
@@ -74,6 +90,7 @@ class Card(BaseModel):
     references: list[str] = []
     fixes: list[str] = []
     fix_confirmed: bool = False
+    verified: Verification | None = None
 
     @field_validator("id")
     @classmethod
