@@ -33,6 +33,7 @@ Component = Literal[
     "performance",
     "other",
 ]
+FlagRole = Literal["fix", "avoid", "context"]
 ErrorSource = Literal["vllm-server", "harmony-library", "client", "other-server", "model-files", "unknown"]
 
 
@@ -90,6 +91,11 @@ class Card(BaseModel):
     references: list[str] = []
     fixes: list[str] = []
     fix_confirmed: bool = False
+    flag_roles: dict[str, FlagRole] = Field(
+        default={},
+        description="What each entry of flags is in the thread: fix (set it), avoid (it triggers the failure), "
+        "context (what the reporter ran; never advice). Flags without a role are treated as context.",
+    )
     verified: Verification | None = None
 
     @field_validator("id")
