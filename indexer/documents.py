@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -34,6 +34,7 @@ Component = Literal[
     "other",
 ]
 FlagRole = Literal["fix", "avoid", "context"]
+ReleaseSource = Literal["github", "card"]
 ErrorSource = Literal["vllm-server", "harmony-library", "client", "other-server", "model-files", "unknown"]
 
 
@@ -91,6 +92,14 @@ class Card(BaseModel):
     references: list[str] = []
     fixes: list[str] = []
     fix_confirmed: bool = False
+    merged_at: date | None = Field(
+        default=None, description="For merged PRs: the merge date, when the thread shows it (curated)"
+    )
+    released_in: str | None = Field(
+        default=None,
+        description="For merged PRs: the first release tag that contains the merge, when a curator checked it; "
+        "unset means not verified (the GitHub sync fills it in from the release tags)",
+    )
     flag_roles: dict[str, FlagRole] = Field(
         default={},
         description="What each entry of flags is in the thread: fix (set it), avoid (it triggers the failure), "
@@ -152,6 +161,23 @@ class Document(BaseModel):
     fixes: list[str] = Field(default=[], description="For PRs: the threads this PR fixes")
     fixed_by: list[str] = Field(default=[], description="PRs that fix this thread")
     fix_confirmed: bool = False
+    flag_roles: dict[str, FlagRole] = Field(
+        default={}, description="For curated threads: the card's role of each flag (fix, avoid, context)"
+    )
+    merge_commit: str | None = Field(default=None, description="For merged PRs: the merge commit's sha (GitHub)")
+    released_in: str | None = Field(
+        default=None, description="For merged PRs: the first release tag that contains the merge commit"
+    )
+    release_checked: str | None = Field(
+        default=None,
+        description="The newest release tag when the sync last compared this PR's merge commit with the release "
+        "tags; with released_in unset it means merged but not in any release up to that tag",
+    )
+    release_source: ReleaseSource | None = Field(
+        default=None,
+        description="Where released_in comes from: github (the sync compared the merge commit with the release "
+        "tags), card (a curator read it in the thread); unset: not verified",
+    )
     heading_path: list[str] = Field(default=[], description="For doc sections: the heading trail")
     curated: bool = Field(default=False, description="True when a KB card backs this document")
     comments: int = 0

@@ -5,8 +5,14 @@
 
 - ``GET /repos/{o}/{r}``, ``/repos/{o}/{r}/issues`` (state, labels, since, sort, direction, per_page,
   page; ``Link`` rel=next/last with absolute URLs), ``/repos/{o}/{r}/issues/{n}``,
-  ``/repos/{o}/{r}/issues/{n}/comments``, ``/repos/{o}/{r}/pulls/{n}``, ``/search/issues`` (q with
-  repo:, is:, label:, state:, updated:/created: comparisons, keywords joined by OR or AND), ``/rate_limit``.
+  ``/repos/{o}/{r}/issues/{n}/comments``, ``/repos/{o}/{r}/pulls/{n}`` (with ``merge_commit_sha``),
+  ``/search/issues`` (q with repo:, is:, label:, state:, updated:/created: comparisons, keywords joined by
+  OR or AND), ``/rate_limit``, ``/repos/{o}/{r}/releases`` (newest first, paginated) and
+  ``/repos/{o}/{r}/compare/{base}...{head}``.
+
+History is linear per repository: a merged PR's merge commit lands at its ``merged_at``, and a release
+tag (``add_release``) contains every commit merged up to its ``cut_at`` (default: its publication time),
+so a compare of a merge commit with a tag answers ``ahead`` (the tag contains it) or ``behind``.
 
 Threads are seeded from KB cards (realistic bodies: template boilerplate, collect_env output, a
 traceback) and changed by tests (``update_thread``, ``add_comment``, ``add_thread``). Every request is
@@ -17,6 +23,7 @@ a 5xx, a slow response, a malformed JSON body, or a delay that signals an event 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import shlex
 import socket
@@ -27,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from indexer.documents import Card
 
@@ -69,6 +76,20 @@ class FakeThread:
     pull: bool = False
     merged_at: datetime | None = None
     comments: list[FakeComment] = field(default_factory=list)
+    merge_commit_sha: str | None = None
+
+
+@dataclass
+class FakeRelease:
+    """A release: its tag contains every commit merged up to ``cut_at``."""
+
+    repo: str
+    tag: str
+    published_at: datetime
+    cut_at: datetime
+    id: int
+    draft: bool = False
+    prerelease: bool = False
 
 
 @dataclass
@@ -115,6 +136,7 @@ class FakeGitHub:
     def __init__(self, repos: Iterable[str] = ("vllm-project/vllm", "openai/harmony")) -> None:
         self.repos = list(repos)
         self.threads: dict[tuple[str, int], FakeThread] = {}
+        self.releases: list[FakeRelease] = []
         self.faults: list[Fault] = []
         self.requests: list[Recorded] = []
         self.lock = threading.RLock()
@@ -180,6 +202,7 @@ class FakeGitHub:
 
     def add_thread(self, thread: FakeThread) -> FakeThread:
         with self.lock:
+            _give_merge_commit(thread)
             self.threads[(thread.repo, thread.number)] = thread
             self.clock = max(self.clock, thread.updated_at)
         return thread
@@ -196,7 +219,77 @@ class FakeGitHub:
             thread.updated_at = self.tick()
             if changes.get("state") == "closed" and thread.closed_at is None:
                 thread.closed_at = thread.updated_at
+            _give_merge_commit(thread)
             return thread
+
+    def add_release(
+        self,
+        repo: str,
+        tag: str,
+        published_at: datetime,
+        *,
+        cut_at: datetime | None = None,
+        draft: bool = False,
+        prerelease: bool = False,
+    ) -> FakeRelease:
+        """A release of ``repo`` whose tag holds every commit merged up to ``cut_at`` (default: published)."""
+        with self.lock:
+            release = FakeRelease(
+                repo, tag, published_at, cut_at or published_at, 7000 + len(self.releases), draft, prerelease
+            )
+            self.releases.append(release)
+            return release
+
+    def release_payload(self, r: FakeRelease) -> dict[str, Any]:
+        api = f"{self.base_url}/repos/{r.repo}"
+        return {
+            "url": f"{api}/releases/{r.id}",
+            "html_url": f"https://github.com/{r.repo}/releases/tag/{r.tag}",
+            "id": r.id,
+            "tag_name": r.tag,
+            "target_commitish": "main",
+            "name": r.tag,
+            "draft": r.draft,
+            "prerelease": r.prerelease,
+            "created_at": iso(r.cut_at),
+            "published_at": iso(r.published_at),
+            "author": {"login": "release-bot", "id": 1, "type": "User"},
+            "assets": [],
+            "body": f"Release {r.tag}.",
+        }
+
+    def list_releases(self, repo: str) -> list[FakeRelease]:
+        with self.lock:
+            found = [r for r in self.releases if r.repo == repo]
+        return sorted(found, key=lambda r: r.published_at, reverse=True)
+
+    def _ref_time(self, repo: str, ref: str) -> datetime:
+        """Where a ref sits on the linear history: a release's cut, or a merge commit's merge time."""
+        with self.lock:
+            for release in self.releases:
+                if release.repo == repo and release.tag == ref:
+                    return release.cut_at
+            for (r, _), t in self.threads.items():
+                if r == repo and t.merge_commit_sha == ref and t.merged_at is not None:
+                    return t.merged_at
+        raise KeyError(ref)
+
+    def compare(self, repo: str, base: str, head: str) -> dict[str, Any]:
+        """GitHub's compare body (status and counts; no commit list) for two refs on the linear history."""
+        base_at, head_at = self._ref_time(repo, base), self._ref_time(repo, head)
+        status = "identical" if base_at == head_at else "ahead" if base_at < head_at else "behind"
+        ahead = 1 if status == "ahead" else 0
+        behind = 1 if status == "behind" else 0
+        return {
+            "url": f"{self.base_url}/repos/{repo}/compare/{base}...{head}",
+            "html_url": f"https://github.com/{repo}/compare/{base}...{head}",
+            "status": status,
+            "ahead_by": ahead,
+            "behind_by": behind,
+            "total_commits": ahead,
+            "commits": [],
+            "files": [],
+        }
 
     def add_comment(self, repo: str, number: int, body: str, user: str = "commenter") -> FakeComment:
         """Add a comment (GitHub bumps the thread's ``updated_at``)."""
@@ -330,6 +423,7 @@ class FakeGitHub:
             {"url": f"{self.base_url}/repos/{t.repo}/pulls/{t.number}", "merged": t.merged_at is not None}
         )
         payload["merged_at"] = iso(t.merged_at)
+        payload["merge_commit_sha"] = t.merge_commit_sha
         return payload
 
     def comment_payload(self, t: FakeThread, c: FakeComment) -> dict[str, Any]:
@@ -399,6 +493,12 @@ class FakeGitHub:
                 if all(check(t) for check in checks):
                     found.append(t)
         return found
+
+
+def _give_merge_commit(thread: FakeThread) -> None:
+    """A merged PR gets a stable merge commit sha (what GitHub's pulls API reports)."""
+    if thread.pull and thread.merged_at is not None and thread.merge_commit_sha is None:
+        thread.merge_commit_sha = hashlib.sha1(f"{thread.repo}#{thread.number}".encode()).hexdigest()
 
 
 def _parse_when(value: str) -> datetime:
@@ -531,6 +631,12 @@ class _Handler(BaseHTTPRequestHandler):
         if rest == ["issues"]:
             items, headers = self._paginate(path, query, page, fake.list_threads(repo, query))
             return 200, [fake.issue_payload(t) for t in items], headers
+        if rest == ["releases"]:
+            items, headers = self._paginate(path, query, page, fake.list_releases(repo))
+            return 200, [fake.release_payload(r) for r in items], headers
+        if len(rest) == 2 and rest[0] == "compare" and "..." in rest[1]:
+            base, head = unquote(rest[1]).split("...", 1)
+            return 200, fake.compare(repo, base, head), {}
         if len(rest) >= 2 and rest[0] in {"issues", "pulls"} and rest[1].isdigit():
             thread = fake.thread(repo, int(rest[1]))
             if rest[0] == "pulls":

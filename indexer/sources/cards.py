@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -102,6 +103,10 @@ def card_to_document(card: Card, fixed_by: list[str] | None = None) -> Document:
         fixes=list(card.fixes),
         fixed_by=sorted(set(fixed_by or [])),
         fix_confirmed=card.fix_confirmed,
+        flag_roles=dict(card.flag_roles),
+        merged_at=datetime.combine(card.merged_at, time(), tzinfo=UTC) if card.merged_at else None,
+        released_in=card.released_in,
+        release_source="card" if card.released_in else None,
         curated=True,
         sources=["snapshot"],
     )

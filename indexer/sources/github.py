@@ -29,6 +29,7 @@ from github.Requester import Requester
 from indexer.documents import Document, issue_id
 from indexer.errors import RateLimited, SyncError
 from indexer.sources.github_threads import live_update, merge_live, parse_time, thread_document
+from indexer.sources.releases import ReleaseCheck, check_releases
 
 if TYPE_CHECKING:
     from service.config import Settings
@@ -69,6 +70,7 @@ class SyncResult:
     unchanged: int = 0
     requests: int = 0
     stopped_reason: str | None = None
+    releases: ReleaseCheck = field(default_factory=ReleaseCheck)
     watermarks: dict[str, datetime | None] = field(default_factory=dict)
     seconds: float = 0.0
 
@@ -78,6 +80,10 @@ class SyncResult:
             f"GitHub sync of {', '.join(self.repos)}: {self.new} new, {self.updated} updated, "
             f"{self.unchanged} unchanged, {self.requests} requests, {self.seconds:.1f}s"
         )
+        placed = self.releases
+        if placed.placed or placed.unreleased or placed.stopped:
+            text += f"; releases: {placed.placed} PRs placed, {placed.unreleased} merged but unreleased"
+            text += f" (stopped: {placed.stopped})" if placed.stopped else ""
         return f"{text} (stopped: {self.stopped_reason})" if self.stopped_reason else text
 
 
@@ -469,7 +475,8 @@ def sync_github(
 
     Raises SyncError when GitHub fails beyond the retries or returns a malformed page (batches already
     committed stay); a rate limit whose reset is further away than ``github_max_wait`` stops the run
-    cleanly and returns with ``stopped_reason`` set. ``sleep`` and ``clock`` are injectable for tests.
+    cleanly and returns with ``stopped_reason`` set. Then merged PRs get their first release
+    (``indexer.sources.releases``). ``sleep`` and ``clock`` are injectable for tests.
     """
     started = time.monotonic()
     gh = client if client is not None else make_client(settings)
@@ -489,6 +496,9 @@ def sync_github(
                     result.stopped_reason = str(exc)
                     logger.warning("GitHub sync stopped at %s: %s", repo, exc)
                     break
+            if result.stopped_reason is None:
+                # Threads first: the release check only spends what is left of the budget.
+                result.releases = check_releases(gh, store, settings.repos)
     finally:
         result.requests = transport.count
         result.seconds = time.monotonic() - started

@@ -242,6 +242,21 @@ def curated_text(doc: Document, title: str) -> str:
     return "\n".join(parts)
 
 
+RELEASE_FIELDS = ("merge_commit", "released_in", "release_checked", "release_source")
+"""What the sync's release check records on a merged PR; a re-fetched thread payload never carries it."""
+
+
+def release_fields(*docs: Document) -> dict[str, Any]:
+    """The release fields of the first doc the sync checked (else the first with a curated release)."""
+    for doc in docs:
+        if doc.release_checked is not None:
+            return {name: getattr(doc, name) for name in RELEASE_FIELDS}
+    for doc in docs:
+        if doc.released_in is not None:
+            return {name: getattr(doc, name) for name in RELEASE_FIELDS}
+    return {}
+
+
 def merge_live(card_doc: Document, live_doc: Document) -> Document:
     """A curated document updated from its live thread.
 
@@ -266,6 +281,7 @@ def merge_live(card_doc: Document, live_doc: Document) -> Document:
             "text": text,
             "fixed_by": sorted(set(card_doc.fixed_by) | set(live_doc.fixed_by)),
             "sources": ["snapshot", "github"],
+            **release_fields(live_doc, card_doc),
         }
     )
 
@@ -276,5 +292,7 @@ def live_update(existing: Document | None, live_doc: Document) -> Document:
         return live_doc
     if existing.curated:
         return merge_live(existing, live_doc)
-    # Keep fix links other PRs recorded on this thread earlier.
-    return live_doc.model_copy(update={"fixed_by": sorted(set(existing.fixed_by) | set(live_doc.fixed_by))})
+    # Keep fix links other PRs recorded on this thread earlier, and what the release check found.
+    return live_doc.model_copy(
+        update={"fixed_by": sorted(set(existing.fixed_by) | set(live_doc.fixed_by)), **release_fields(existing)}
+    )
