@@ -82,7 +82,8 @@ def user_vllm_version(parsed: ParsedInput) -> str | None:
     if parsed.versions.get("vllm"):
         return parsed.versions["vllm"]
     match = re.search(
-        r"vLLM API server version (\S+)|vllm[=/ -]{1,3}v?(\d+\.\d+(?:\.\d+)?\S*)", text_window(parsed.text)
+        r"vLLM API server version (\S{1,80})|vllm[=/ -]{1,3}v?(\d{1,4}\.\d{1,4}(?:\.\d{1,6})?\S{0,40})",
+        text_window(parsed.text),
     )
     if match:
         return match.group(1) or match.group(2)
@@ -199,7 +200,7 @@ _RETURN_ERROR = re.compile(r"Unexpected token (?:200002|200012) while expect")
 _GPT_OSS = re.compile(r"gpt-?oss|harmony|\b(?:20|120)b\b", re.I)
 # Another model named by its id (org/name or a versioned family name), not a parser list that names one.
 _OTHER_MODEL = re.compile(
-    r"\b(?:deepseek-ai|meta-llama|Qwen|mistralai|google|microsoft|zai-org|moonshotai)/[\w.-]+"
+    r"\b(?:deepseek-ai|meta-llama|Qwen|mistralai|google|microsoft|zai-org|moonshotai)/[\w.-]{1,100}"
     r"|\b(?:DeepSeek-[RV]\d|Llama-\d|Qwen\d|Mistral-\d|gemma-\d)",
     re.I,
 )

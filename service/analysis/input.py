@@ -138,30 +138,52 @@ def _versions(text: str, folded: str | None = None) -> dict[str, str]:
     return found
 
 
+MAX_FLAGS = 60
+"""Flags kept per input; scanning stops once this many distinct ones are seen."""
+_FLAG_SCAN_CHARS = 200_000
+"""Request params and env vars are looked for in this much of the input (they sit near the top)."""
+_SERVE_LINE = re.compile(r"\b(?:vllm|serve|api_server|sglang|launch_server|python3? -m)\b")
+
+
 def _flags(text: str) -> list[str]:
-    flags: list[str] = []
+    # An insertion-ordered dict is the set: membership is O(1), and the cap is checked while scanning,
+    # so a megabyte of distinct flags costs one pass that stops at the cap, not a quadratic scan.
+    flags: dict[str, None] = {}
 
-    def add(flag: str) -> None:
-        if flag not in flags:
-            flags.append(flag)
+    def full() -> bool:
+        return len(flags) >= MAX_FLAGS
 
-    has_args = "non-default args" in text or "server_args=" in text
-    for line in text.splitlines() if ("--" in text or has_args) else ():
-        line = line[:MAX_LINE]
-        if "--" in line and re.search(r"\b(?:vllm|serve|api_server|sglang|launch_server|python3? -m)\b", line):
-            for match in _CLI_FLAG.finditer(line):
-                add(f"{match.group(1)} {match.group(2)}" if match.group(2) else match.group(1))
-        if "non-default args" in line or "server_args=" in line:
-            for key, value in _ARG_DICT_ITEM.findall(line):
-                if key in {"model", "model_tag", "host", "port", "served_model_name"} or value in _DEFAULTS_OFF:
-                    continue
-                flag = "--" + key.replace("_", "-")
-                add(flag if value == "True" else f"{flag} {value.strip(chr(39))}")
-    for key, value in _REQUEST_PARAM.findall(text[:200_000]):
-        add(f"{key}={value}")
-    for key, value in _ENV_VAR.findall(text[:200_000]):
-        add(f"{key}={value}" if value else key)
-    return flags[:60]
+    def scan_lines() -> None:
+        has_args = "non-default args" in text or "server_args=" in text
+        for line in text.splitlines() if ("--" in text or has_args) else ():
+            line = line[:MAX_LINE]
+            if "--" in line and _SERVE_LINE.search(line):
+                for match in _CLI_FLAG.finditer(line):
+                    flags[f"{match.group(1)} {match.group(2)}" if match.group(2) else match.group(1)] = None
+                    if full():
+                        return
+            if "non-default args" in line or "server_args=" in line:
+                for match in _ARG_DICT_ITEM.finditer(line):
+                    key, value = match.groups()
+                    if key in {"model", "model_tag", "host", "port", "served_model_name"} or value in _DEFAULTS_OFF:
+                        continue
+                    flag = "--" + key.replace("_", "-")
+                    flags[flag if value == "True" else f"{flag} {value.strip(chr(39))}"] = None
+                    if full():
+                        return
+
+    scan_lines()
+    head = text[:_FLAG_SCAN_CHARS]
+    for match in _REQUEST_PARAM.finditer(head) if not full() else ():
+        flags[f"{match.group(1)}={match.group(2)}"] = None
+        if full():
+            break
+    for match in _ENV_VAR.finditer(head) if not full() else ():
+        key, value = match.groups()
+        flags[f"{key}={value}" if value else key] = None
+        if full():
+            break
+    return list(flags)
 
 
 def _model(text: str, folded: str | None = None) -> str | None:
@@ -181,19 +203,23 @@ def _client(text: str, folded: str | None = None) -> str | None:
     return None
 
 
+MAX_TOKEN_IDS = 64
+"""Token ids kept per input; the engine decodes no more than this."""
+
+
 def _token_ids(text: str, signatures: list[str]) -> list[int]:
-    ids: list[int] = []
+    ids: dict[int, None] = {}  # ordered set, capped while scanning
     for source in signatures[:20] or [text[:20_000]]:
         for match in _TOKEN_ID.finditer(source):
-            value = int(match.group(1) or match.group(2))
-            if value not in ids:
-                ids.append(value)
+            ids[int(match.group(1) or match.group(2))] = None
+            if len(ids) >= MAX_TOKEN_IDS:
+                return list(ids)
         for match in _TOKEN_LIST.finditer(source):
             for part in match.group(1).split(","):
-                value = int(part)
-                if value not in ids and len(ids) < 64:
-                    ids.append(value)
-    return ids
+                ids[int(part)] = None
+                if len(ids) >= MAX_TOKEN_IDS:
+                    return list(ids)
+    return list(ids)
 
 
 def _query_text(text: str, lines: list[EvidenceLine]) -> str:

@@ -93,7 +93,7 @@ RULES: tuple[Rule, ...] = (
         "environment",
         "multi-gpu",
         _rx(
-            r"invalid device ordinal|NCCL error|nccl\w*Error|ProcessGroupNCCL.*(?:error|timeout)"
+            r"invalid device ordinal|NCCL error|nccl\w{0,40}Error|ProcessGroupNCCL.{0,300}(?:error|timeout)"
             r"|DistBackendError"
         ),
         "the GPUs or their interconnect setup (device visibility, NCCL, symmetric memory) fail before "
@@ -165,7 +165,7 @@ RULES: tuple[Rule, ...] = (
         _rx(
             r"Unknown recipient|tool choice requires|tool-call-parser|tool_call_parser"
             r"|error parsing tool call"
-            r"|tool type \w+ not supported|Tool use is not supported|harmonyparser|harmony parser"
+            r"|tool type \w{1,40} not supported|Tool use is not supported|harmonyparser|harmony parser"
         ),
         "the server's tool-call handling for gpt-oss failed on this request",
     ),
@@ -178,7 +178,7 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "server",
         "reasoning-output",
-        _rx(r"Expected \d+ output messages|reasoning parser|reasoning_content|reasoning_parser"),
+        _rx(r"Expected \d{1,6} output messages|reasoning parser|reasoning_content|reasoning_parser"),
         "the server's split of gpt-oss output into reasoning and final answer failed",
     ),
     Rule(
@@ -214,12 +214,12 @@ RULES: tuple[Rule, ...] = (
         "other",
         _rx(
             r"serving_chat|serving_completion|serving\.py|entrypoints/openai|Error in request"
-            r"|srv\s+send_error"
-            r"|[\"']error[\"']\s*:\s*\{|Error code: [45]\d\d|status code:? ?[45]\d\d"
+            r"|srv\s{1,8}send_error"
+            r"|[\"']error[\"']\s{0,8}:\s{0,8}\{|Error code: [45]\d\d|status code:? ?[45]\d\d"
             r"|unexpected status [45]\d\d"
             r"|HTTP/1\.1\" 5\d\d|InternalServerError|BadRequestError|ServiceUnavailable"
             r"|Unsupported tool_call_parser"
-            r"|EngineCore|\[core\.py|AssertionError|level=ERROR source=\w+\.go"
+            r"|EngineCore|\[core\.py|AssertionError|level=ERROR source=\w{1,80}\.go"
         ),
         "the error text comes from the serving engine",
         tier=1,

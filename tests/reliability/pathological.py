@@ -56,6 +56,19 @@ PATHOLOGICAL: dict[str, Callable[[], str]] = {
     "deep nesting of brackets and quotes": lambda: _fill("{'error': [\"(" ),
     "mixed scripts and emoji": lambda: _fill("Ошибка 错误 エラー \U0001f525 HarmonyError: \u202e\u200b\n"),
     "surrogate-free astral plane": lambda: _fill("\U00010000\U0010fffd"),
+    # Issue 16: shapes that were superlinear because a list grew without a cap until the return.
+    "distinct flags on serve lines": lambda: "".join(
+        "vllm serve " + " ".join(f"--f{i * 100 + j}" for j in range(100)) + "\n" for i in range(1_900)
+    )[:MB],
+    "distinct non-default args keys": lambda: "".join(
+        "non-default args: {" + ", ".join(f"'k{i * 50 + j}': 'v'" for j in range(50)) + "}\n"
+        for i in range(1_500)
+    )[:MB],
+    "distinct VLLM_ env vars": lambda: " ".join(f"VLLM_X{i}=1" for i in range(90_000))[:MB],
+    "distinct request params": lambda: " ".join(f"tool_choice={i}" for i in range(70_000))[:MB],
+    "distinct token ids in one error line": lambda: "ERROR " + " ".join(f"token {i}" for i in range(200_000))[:MB],
+    "an unbounded run after ProcessGroupNCCL": lambda: _fill("ProcessGroupNCCL "),
+    "one word of 'nccl'": lambda: "nccl" * 250_000,
     "keyword soup": lambda: _fill(
         "litellm langchain llama_stack openai.BadRequestError codex ollama 0.1 vllm==0.10.1 "
         "openai-harmony 0.0.4 --tool-call-parser openai tool_choice=required CUDA 12.8 "
