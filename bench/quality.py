@@ -70,26 +70,24 @@ class Metrics:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in data.items()}
 
 
+def query_from_record(raw: dict[str, Any]) -> Query:
+    """One labelled query from its JSON record (the eval README's format)."""
+    expect = raw.get("expect") or {}
+    return Query(
+        id=raw["id"],
+        category=raw["category"],
+        text=raw["query"],
+        relevant=list(raw.get("relevant") or []),
+        side=expect.get("side"),
+        advice_any=list(expect.get("advice_any") or []),
+        no_match=bool(expect.get("no_match")),
+    )
+
+
 def load_queries(name: str, eval_dir: Path = EVAL_DIR) -> list[Query]:
     """Read one eval file (``dev.jsonl`` or ``dev-hard.jsonl``)."""
-    queries = []
-    for line in (eval_dir / name).read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        raw = json.loads(line)
-        expect = raw.get("expect") or {}
-        queries.append(
-            Query(
-                id=raw["id"],
-                category=raw["category"],
-                text=raw["query"],
-                relevant=list(raw.get("relevant") or []),
-                side=expect.get("side"),
-                advice_any=list(expect.get("advice_any") or []),
-                no_match=bool(expect.get("no_match")),
-            )
-        )
-    return queries
+    lines = (eval_dir / name).read_text(encoding="utf-8").splitlines()
+    return [query_from_record(json.loads(line)) for line in lines if line.strip()]
 
 
 def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Metrics:

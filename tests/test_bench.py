@@ -211,3 +211,48 @@ def test_pipeline_adapter_reads_ranking_confidence_origin_and_answer_text() -> N
     assert out.ranked == ["vllm-project/vllm#2", "vllm-project/vllm#1"]
     assert out.high_confidence is True and out.side == "server"
     assert "pip install -U vllm" in out.answer_text
+
+
+def test_outside_set_is_valid_against_the_bundled_kb() -> None:
+    """The outside set's file: ids, reports outside the KB, labels that are cards, seeded balanced splits."""
+    from bench.outside import load_outside, load_records, validate
+    from indexer.sources.cards import bundled_cards
+
+    records = load_records()
+    assert validate(records, [c.id for c in bundled_cards()]) == []
+    tune, heldout = load_outside("tune"), load_outside("heldout")
+    assert len(records) >= 50 and abs(len(tune) - len(heldout)) <= 1
+    assert {q.id for q in tune}.isdisjoint(q.id for q in heldout)
+    assert sum(bool(r["relevant"]) for r in records) >= 30
+
+
+def test_outside_validation_reports_each_kind_of_bad_record() -> None:
+    from bench.outside import assign_splits, validate
+
+    good = {
+        "id": "out001",
+        "report": "acme/tool#7",
+        "source": "https://github.com/acme/tool/issues/7",
+        "category": "error",
+        "query": "HarmonyError: boom",
+        "relevant": ["vllm-project/vllm#1"],
+        "expect": {"side": "server"},
+    }
+    neg = dict(
+        good,
+        id="out002",
+        report="acme/tool#8",
+        source="https://github.com/acme/tool/issues/8",
+        category="negative-unrelated",
+        relevant=[],
+        expect={"no_match": True},
+    )
+    records = [dict(good), dict(neg)]
+    for r, split in assign_splits(records).items():
+        next(x for x in records if x["id"] == r)["split"] = split
+    assert validate(records, ["vllm-project/vllm#1"]) == []
+    bad = [dict(records[0], report="vllm-project/vllm#1", relevant=["acme/other#3"]), records[1]]
+    problems = " | ".join(validate(bad, ["vllm-project/vllm#1"]))
+    assert "is a bundled card" in problems and "not a bundled card" in problems
+    flipped = [dict(records[0], split="heldout" if records[0]["split"] == "tune" else "tune"), records[1]]
+    assert "seeded draw" in " | ".join(validate(flipped, ["vllm-project/vllm#1"]))

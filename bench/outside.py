@@ -1,0 +1,167 @@
+"""The outside set: public reports whose threads are not in the KB, labelled before any run.
+
+The set lives in ``bench/outside/outside.jsonl`` (format in ``bench/outside/README.md``). Each record
+names the report it was taken from (``owner/repo#N``), so a test can check that the report is not a
+bundled card and that every label is one. Half of each category is held out from tuning; which half
+is fixed by a seeded draw, so the split cannot drift towards whatever scores well.
+
+    python -m bench.outside --check            # validate the file against the bundled KB
+    python -m bench.outside --assign-splits    # (re)draw the splits with the fixed seed
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.quality import Query, query_from_record
+
+OUTSIDE_FILE = Path(__file__).resolve().parent / "outside" / "outside.jsonl"
+SPLITS = ("tune", "heldout")
+SPLIT_SEED = 20261123
+CATEGORIES = ("error", "symptom", "negative-uncovered", "negative-unrelated")
+SIDES = ("server", "client", "model-files", "environment")
+REPORT_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+#[1-9][0-9]*$")
+
+
+def load_records(path: Path = OUTSIDE_FILE) -> list[dict[str, Any]]:
+    """The raw records of the outside set, in file order."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def load_outside(split: str | None = None, path: Path = OUTSIDE_FILE) -> list[Query]:
+    """The outside set as eval queries, optionally one split only (``tune`` or ``heldout``)."""
+    if split is not None and split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
+    return [query_from_record(r) for r in load_records(path) if split is None or r.get("split") == split]
+
+
+def assign_splits(records: Sequence[dict[str, Any]], seed: int = SPLIT_SEED) -> dict[str, str]:
+    """Query id -> split: half of each category held out, drawn with a seeded shuffle.
+
+    A category of odd size gives its extra query to the two splits in turn, so the totals stay within
+    one of each other. The draw depends only on the ids, the categories and the seed.
+    """
+    by_category: dict[str, list[str]] = {}
+    for r in records:
+        by_category.setdefault(r["category"], []).append(r["id"])
+    out: dict[str, str] = {}
+    extra_to = 1  # index into SPLITS of the split that gets the next odd category's extra query
+    for category in sorted(by_category):
+        ids = sorted(by_category[category])
+        random.Random(f"{seed}:{category}").shuffle(ids)
+        n_tune = len(ids) // 2
+        if len(ids) % 2:
+            n_tune += extra_to == 0
+            extra_to = 1 - extra_to
+        for i, qid in enumerate(ids):
+            out[qid] = SPLITS[0] if i < n_tune else SPLITS[1]
+    return out
+
+
+def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list[str]:
+    """Every problem with the set, as sentences; an empty list means the file is sound."""
+    cards = set(card_ids)
+    problems: list[str] = []
+    seen_ids: set[str] = set()
+    seen_reports: set[str] = set()
+    for r in records:
+        qid = r.get("id", "?")
+        if qid in seen_ids:
+            problems.append(f"{qid}: duplicate query id")
+        seen_ids.add(qid)
+        report = r.get("report", "")
+        if not REPORT_ID.match(report):
+            problems.append(f"{qid}: report {report!r} is not owner/repo#N")
+        if report in cards:
+            problems.append(f"{qid}: report {report} is a bundled card, not an outside thread")
+        if report in seen_reports:
+            problems.append(f"{qid}: report {report} appears twice")
+        seen_reports.add(report)
+        owner_repo, _, number = report.partition("#")
+        if not str(r.get("source", "")).startswith(f"https://github.com/{owner_repo}/") or not str(
+            r.get("source", "")
+        ).endswith(f"/{number}"):
+            problems.append(f"{qid}: source {r.get('source')!r} does not point at {report}")
+        if r.get("category") not in CATEGORIES:
+            problems.append(f"{qid}: unknown category {r.get('category')!r}")
+        if not str(r.get("query", "")).strip():
+            problems.append(f"{qid}: empty query")
+        relevant = r.get("relevant") or []
+        expect = r.get("expect") or {}
+        negative = str(r.get("category", "")).startswith("negative")
+        if negative and (relevant or not expect.get("no_match")):
+            problems.append(f"{qid}: a negative needs relevant [] and expect.no_match true")
+        if not negative and (not relevant or expect.get("no_match")):
+            problems.append(f"{qid}: a positive needs relevant card ids and no expect.no_match")
+        for label in relevant:
+            if not REPORT_ID.match(label):
+                problems.append(f"{qid}: label {label!r} is not owner/repo#N")
+            elif label not in cards:
+                problems.append(f"{qid}: label {label} is not a bundled card")
+        if expect.get("side") is not None and expect["side"] not in SIDES:
+            problems.append(f"{qid}: unknown side {expect['side']!r}")
+        if r.get("split") not in SPLITS:
+            problems.append(f"{qid}: split {r.get('split')!r} is not one of {', '.join(SPLITS)}")
+    problems += _split_problems(records)
+    return problems
+
+
+def _split_problems(records: Sequence[dict[str, Any]]) -> list[str]:
+    """Splits must match the seeded draw and be balanced within each category and overall."""
+    problems = []
+    drawn = assign_splits(records)
+    for r in records:
+        if r.get("split") in SPLITS and drawn.get(r["id"]) != r["split"]:
+            problems.append(f"{r['id']}: split {r['split']} differs from the seeded draw ({drawn[r['id']]})")
+    counts = Counter((r.get("category"), r.get("split")) for r in records)
+    for category in {r.get("category") for r in records}:
+        if abs(counts[(category, "tune")] - counts[(category, "heldout")]) > 1:
+            problems.append(f"category {category}: tune and heldout differ by more than one")
+    totals = Counter(r.get("split") for r in records)
+    if abs(totals["tune"] - totals["heldout"]) > 1:
+        problems.append(f"splits unbalanced: {dict(totals)}")
+    return problems
+
+
+def _write_splits(path: Path) -> None:
+    records = load_records(path)
+    splits = assign_splits(records)
+    with path.open("w", encoding="utf-8") as fh:
+        for r in records:
+            r["split"] = splits[r["id"]]
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.outside", description=__doc__.splitlines()[0])
+    parser.add_argument("--file", type=Path, default=OUTSIDE_FILE)
+    parser.add_argument("--assign-splits", action="store_true", help="Write the seeded splits into the file.")
+    parser.add_argument("--check", action="store_true", help="Validate the file against the bundled KB.")
+    args = parser.parse_args(argv)
+    if args.assign_splits:
+        _write_splits(args.file)
+    records = load_records(args.file)
+    if args.check:
+        from indexer.sources.cards import bundled_cards
+
+        problems = validate(records, (c.id for c in bundled_cards()))
+        for p in problems:
+            print(p, file=sys.stderr)
+        if problems:
+            return 1
+    counts = Counter((r["category"], r.get("split")) for r in records)
+    for (category, split), n in sorted(counts.items()):
+        print(f"{category:20} {split}: {n}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
