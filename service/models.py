@@ -117,6 +117,22 @@ class AnalysisOut(BaseModel):
     )
     model: str | None = Field(default=None, description="Model seen in the input.", examples=["openai/gpt-oss-120b"])
     client: str | None = Field(default=None, description="Client framework that reported the error.")
+    engine: str | None = Field(
+        default=None,
+        description="Serving engine the input is about (vllm, sglang, ollama, llama.cpp, lm-studio, tensorrt-llm, "
+        "dynamo, mlx, ...); threads of that engine rank first.",
+        examples=["vllm"],
+    )
+    failure_found: bool = Field(
+        default=True,
+        description="False when the input is a log with no failure line (no error, exception or sentence "
+        "describing one): nothing is matched with more than low confidence.",
+    )
+    outside_scope: bool = Field(
+        default=False,
+        description="True when the input names another model family and carries no gpt-oss or Harmony signal: "
+        "this tool covers gpt-oss, so any match is only a look-alike.",
+    )
     reproduction: dict[str, Any] | None = Field(
         default=None,
         description="When the message implies a token sequence: the real StreamableParser run and its own "

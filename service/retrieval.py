@@ -6,8 +6,11 @@ Three legs vote for each thread:
 - lexical: bm25s over title, error strings and our summary/cause/fix text;
 - dense: cosine similarity of the bundled MiniLM embedding (paraphrases and symptom descriptions).
 Reference-doc sections take part too and pass their score on to the threads they cite. The ranks are
-fused (weighted reciprocal-rank fusion), and each hit gets a 0..1 score and a confidence calibrated
-from the evidence, so an input that nothing in the index covers gets "no confident match".
+fused (weighted reciprocal-rank fusion), then adjusted for the serving engine and client the input
+names (same engine up, other engines down unless the error string is the same) and for upstream
+versus platform copies. Each hit gets a 0..1 score and a confidence calibrated from the evidence, so
+an input that nothing in the index covers gets "no confident match". Every constant of that
+arithmetic lives in one :class:`Calibration` object.
 """
 
 from __future__ import annotations
@@ -26,14 +29,16 @@ from pydantic import BaseModel, Field
 
 from indexer.documents import Document
 from indexer.signatures import signature_tokens
+from service.analysis.components import RULE_COMPONENT, ComponentModel
+from service.analysis.engines import ThreadEngines
 from service.analysis.input import ParsedInput
+from service.calibration import CALIBRATION, Calibration
 
 log = logging.getLogger(__name__)
 
 _DENSE_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dense-leg")
 """Shared by every Retriever generation; the engine bounds how many lookups run at once."""
 THREAD_KINDS = frozenset({"card", "issue", "pull"})
-CORE_REPOS = frozenset({"vllm-project/vllm", "openai/harmony"})
 Confidence = Literal["high", "medium", "low"]
 
 _TOKEN = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
@@ -44,22 +49,6 @@ _STOPWORDS = frozenset(
     "about after before over under again same than too very also only any all some each other "
     "am get got gets getting use using used".split()
 )
-# Domain words that people say in place of the words the threads use.
-_SYNONYMS = {
-    "function": "tool",
-    "functions": "tools",
-    "invocation": "call",
-    "thinking": "reasoning",
-    "thoughts": "reasoning",
-    "sse": "streaming",
-    "incremental": "streaming",
-    "stream": "streaming",
-    "gpus": "gpu",
-    "card": "gpu",
-    "lora": "adapter",
-}
-
-
 class DenseSearch(Protocol):
     """The dense leg: nearest documents to a query vector (the Chroma store implements it)."""
 
@@ -91,13 +80,43 @@ class RetrievalResult(BaseModel):
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens without stopwords; domain synonyms mapped to the threads' words."""
+    """Lower-cased word tokens without stopwords."""
     out: list[str] = []
     for token in _TOKEN.findall(text.lower()):
         if token in _STOPWORDS:
             continue
-        out.append(_SYNONYMS.get(token, token))
+        out.append(token)
     return out
+
+
+@dataclass(frozen=True)
+class LegHit:
+    """One document a leg found, with the leg's own score (and, for signatures, what matched)."""
+
+    index: int
+    score: float
+    line: str = ""
+    match: str = ""
+    conflict: bool = False
+
+
+class LegUnavailable(Exception):
+    """A leg could not answer (its store is down); the others still do, and the answer says degraded."""
+
+
+class Leg(Protocol):
+    """One retrieval leg: a name, documents ranked best first, and its weight in the fusion.
+
+    ``by_score`` legs add ``weight * score**2`` (a signature score is an absolute measure); the others
+    add ``weight / (rrf_k + rank)`` (their scores only order documents).
+    """
+
+    name: str
+    by_score: bool
+
+    def rank(self, parsed: ParsedInput) -> list[LegHit]: ...
+
+    def weight(self, parsed: ParsedInput) -> float: ...
 
 
 @dataclass
@@ -113,6 +132,72 @@ class _Evidence:
     conflict: bool = False
     """The best signature match differs from the input in a rare word on both sides."""
     fused: float = 0.0
+    adjusted: list[str] = field(default_factory=list)
+    """Why the ranking moved this thread (engine, client, upstream)."""
+
+    def record(self, leg: str, rank: int, hit: LegHit, top: float) -> None:
+        """Keep what one leg said about this document."""
+        if leg == "signature":
+            self.signature, self.signature_line, self.signature_match = hit.score, hit.line, hit.match
+            self.conflict = hit.conflict
+        elif leg == "lexical":
+            self.lexical_rank, self.lexical = rank, hit.score / top if top else 0.0
+        elif leg == "dense":
+            self.dense_rank, self.dense = rank, hit.score
+
+
+class SignatureLeg:
+    """Exact error strings: IDF-weighted overlap of the input's error lines with each thread's."""
+
+    name = "signature"
+    by_score = True
+
+    def __init__(self, retriever: Retriever) -> None:
+        self._retriever = retriever
+
+    def rank(self, parsed: ParsedInput) -> list[LegHit]:
+        found = self._retriever._signature_leg(parsed)
+        hits = [LegHit(i, score, line, sig, conflict) for i, (score, line, sig, conflict) in found.items()]
+        return sorted(hits, key=lambda h: -h.score)
+
+    def weight(self, parsed: ParsedInput) -> float:
+        return self._retriever.calibration.signature_weight
+
+
+class LexicalLeg:
+    """BM25 over title, error strings and our summary/cause/fix text."""
+
+    name = "lexical"
+    by_score = False
+
+    def __init__(self, retriever: Retriever) -> None:
+        self._retriever = retriever
+
+    def rank(self, parsed: ParsedInput) -> list[LegHit]:
+        return [LegHit(i, score) for i, score in self._retriever._lexical_leg(parsed)]
+
+    def weight(self, parsed: ParsedInput) -> float:
+        return self._retriever.calibration.lexical_weight
+
+
+class DenseLeg:
+    """Cosine similarity of the bundled embedding model: paraphrases and described symptoms."""
+
+    name = "dense"
+    by_score = False
+
+    def __init__(self, retriever: Retriever) -> None:
+        self._retriever = retriever
+
+    def rank(self, parsed: ParsedInput) -> list[LegHit]:
+        found, failed = self._retriever._dense_leg(parsed)
+        if failed:
+            raise LegUnavailable("dense search failed")
+        return [LegHit(i, sim) for i, sim in found]
+
+    def weight(self, parsed: ParsedInput) -> float:
+        c = self._retriever.calibration
+        return c.dense_weight_log if parsed.is_log else c.dense_weight_prose
 
 
 class Retriever:
@@ -125,8 +210,10 @@ class Retriever:
         dense: DenseSearch | None,
         *,
         generation: str = "",
+        calibration: Calibration = CALIBRATION,
     ) -> None:
         self.generation = generation
+        self.calibration = calibration
         self.embedder = embedder
         self.dense = dense
         self.documents = list(documents)
@@ -158,6 +245,10 @@ class Retriever:
                 self._sig_postings.setdefault(token, []).append(j)
         self._sig_totals = [sum(weights.values()) for _, _, weights, _ in self._signatures]
         self._sig_max = [max(weights.values()) for _, _, weights, _ in self._signatures]
+        # Per generation, not per lookup: each thread's engine and client, and the family model.
+        self.engines = ThreadEngines.from_documents(self.documents)
+        self.components = ComponentModel(self.documents, tokenize)
+        self.legs: tuple[Leg, ...] = (SignatureLeg(self), LexicalLeg(self), DenseLeg(self))
 
     @classmethod
     def from_store(cls, store: object, embedder: Embedder | None) -> Retriever:
@@ -183,7 +274,7 @@ class Retriever:
         extra: dict[int, float] = {}
         lines = [(e.text, e.weight) for e in parsed.evidence if e.kind not in {"wrapper", "source"}][:8]
         if not lines and not parsed.is_log:
-            lines = [(parsed.text[:600], 1.0)]
+            lines = [(parsed.query_text[:600], 1.0)]
         for line, weight in lines:
             tokens = signature_tokens(line)
             q = self._weights(tokens)
@@ -215,7 +306,8 @@ class Retriever:
                 # Both sides keep a rare word the other lacks (token 12606 vs 200002, another module
                 # name): the same message template about a different failure, not the same error.
                 conflict = self._conflicts(q, s, common)
-                score = coverage * specificity * factor * rank_factor * (0.85 if conflict else 1.0)
+                penalty = self.calibration.conflict_penalty if conflict else 1.0
+                score = coverage * specificity * factor * rank_factor * penalty
                 if score > line_best.get(index, (0.0, "", False))[0]:
                     line_best[index] = (score, sig, conflict)
             for index, (score, sig, conflict) in line_best.items():
@@ -278,6 +370,7 @@ class Retriever:
         self, parsed: ParsedInput, *, top_k: int = 5, repos: Sequence[str] | None = None
     ) -> RetrievalResult:
         """Rank threads for a parsed input; ``repos`` restricts the threads to those repositories."""
+        c = self.calibration
         evidence: dict[int, _Evidence] = {}
 
         def ev(index: int) -> _Evidence:
@@ -285,30 +378,20 @@ class Retriever:
 
         # The dense leg (ONNX model, then the vector store) releases the GIL: it runs beside the two
         # Python legs instead of after them.
-        dense_job = _DENSE_POOL.submit(self._dense_leg, parsed)
-        for index, (score, line, sig, conflict) in self._signature_leg(parsed).items():
-            e = ev(index)
-            e.signature, e.signature_line, e.signature_match = score, line, sig
-            e.conflict = conflict
-        lexical = self._lexical_leg(parsed)
-        top_lexical = lexical[0][1] if lexical else 0.0
-        for rank, (index, score) in enumerate(lexical):
-            e = ev(index)
-            e.lexical_rank, e.lexical = rank, score / top_lexical if top_lexical else 0.0
-        dense, degraded = dense_job.result()
-        for rank, (index, sim) in enumerate(dense):
-            e = ev(index)
-            e.dense_rank, e.dense = rank, sim
-
-        dense_weight = 1.0 if parsed.is_log else 1.3
-        for e in evidence.values():
-            fused = 0.0
-            if e.lexical_rank is not None:
-                fused += 1.0 / (8 + e.lexical_rank)
-            if e.dense_rank is not None:
-                fused += dense_weight / (8 + e.dense_rank)
-            fused += 0.5 * e.signature * e.signature
-            e.fused = fused
+        dense_job = _DENSE_POOL.submit(self.legs[-1].rank, parsed)
+        results: list[tuple[Leg, list[LegHit]]] = [(leg, leg.rank(parsed)) for leg in self.legs[:-1]]
+        degraded = self.dense is None and self.embedder is not None
+        try:
+            results.append((self.legs[-1], dense_job.result()))
+        except LegUnavailable:
+            degraded = True
+        for leg, found in results:
+            weight = leg.weight(parsed)
+            top = found[0].score if found else 0.0
+            for rank, hit in enumerate(found):
+                e = ev(hit.index)
+                e.record(leg.name, rank, hit, top)
+                e.fused += weight * hit.score * hit.score if leg.by_score else weight / (c.rrf_k + rank)
 
         # Sections pass a share of their score to the threads they cite (the best section counts).
         sections = sorted(
@@ -319,7 +402,7 @@ class Retriever:
         for i in sections:
             section = self.documents[i]
             targets = [self._position[ref] for ref in section.references if ref in self._position]
-            share = 0.25 * evidence[i].fused / max(1, len(targets)) ** 0.5
+            share = c.section_share * evidence[i].fused / max(1, len(targets)) ** 0.5
             for j in targets:
                 passed[j] = max(passed.get(j, 0.0), share)
                 ev(j).via_sections.append(section.id)
@@ -327,31 +410,109 @@ class Retriever:
             evidence[j].fused += share
 
         allowed = set(repos) if repos else None
-        ranked: list[tuple[float, int]] = []
+        scores: dict[int, float] = {}
         for index, e in evidence.items():
             doc = self.documents[index]
             if doc.kind not in THREAD_KINDS:
                 continue
             if allowed is not None and doc.repo not in allowed:
                 continue
-            boost = 1.0
-            if doc.repo in CORE_REPOS:
-                boost += 0.03
-            if doc.curated:
-                boost += 0.03
-            if doc.fix_confirmed or doc.fixed_by or doc.state == "merged":
-                boost += 0.02
-            ranked.append((e.fused * boost, index))
-        ranked.sort(reverse=True)
+            scores[index] = e.fused * self._adjustment(doc, e, parsed)
+        self._lift_upstream(scores, evidence, parsed, allowed)
+        ranked = sorted(((score, i) for i, score in scores.items()), reverse=True)
 
-        hits = [self._hit(self.documents[i], evidence[i], parsed) for _, i in ranked[:top_k]]
-        section_hits = [self._hit(self.documents[i], evidence[i], parsed) for i in sections[:3]]
+        components = self._input_components(parsed)
+        hits = [self._hit(self.documents[i], evidence[i], parsed, components) for _, i in ranked[:top_k]]
+        section_hits = [self._hit(self.documents[i], evidence[i], parsed, components) for i in sections[:3]]
         confident = any(h.confidence == "high" for h in hits)
         return RetrievalResult(hits=hits, sections=section_hits, confident=confident, degraded=degraded)
 
-    def _hit(self, doc: Document, e: _Evidence, parsed: ParsedInput) -> Hit:
+    def _adjustment(self, doc: Document, e: _Evidence, parsed: ParsedInput) -> float:
+        """The factor on a thread's fused score from its engine, client, repository and fix state."""
+        c = self.calibration
+        boost = 1.0
+        engine = self.engines.engine.get(doc.id)
+        if doc.repo is not None and doc.repo == self.engines.canonical.get(engine or ""):
+            boost += c.canonical_boost
+        if doc.curated:
+            boost += c.curated_boost
+        if doc.fix_confirmed or doc.fixed_by or doc.state == "merged":
+            boost += c.fixed_boost
+        if parsed.engines and engine is not None:
+            if engine in parsed.engines:
+                boost += c.same_engine_boost
+                e.adjusted.append(f"same engine ({engine})")
+            elif e.signature < c.signature_high:
+                # Another engine's thread is only as good as ours when it has the very same error.
+                boost *= c.other_engine_factor
+                e.adjusted.append(f"another engine ({engine})")
+        if parsed.client and self.engines.client.get(doc.id) == parsed.client:
+            boost += c.same_client_boost
+            e.adjusted.append(f"same client ({parsed.client})")
+        if self.engines.is_platform_copy(doc) and not self._names_repo(parsed, doc.repo or ""):
+            boost *= c.platform_factor
+        return boost
+
+    @staticmethod
+    def _names_repo(parsed: ParsedInput, repo: str) -> bool:
+        """True when the input names the repository's owner or name (a vendor fork, a platform, a tool)."""
+        text = parsed.text[:200_000].lower()
+        return any(len(part) >= 4 and part in text for part in repo.lower().split("/", 1))
+
+    def _lift_upstream(
+        self, scores: dict[int, float], evidence: dict[int, _Evidence], parsed: ParsedInput, allowed: set[str] | None
+    ) -> None:
+        """Rank the upstream thread a platform copy cites (and that thread's fix PR) above the copy."""
+        c = self.calibration
+        copies = sorted(
+            (i for i in scores if self.engines.is_platform_copy(self.documents[i])), key=lambda i: -scores[i]
+        )[:10]
+        for i in copies:
+            copy = self.documents[i]
+            engine = self.engines.engine.get(copy.id)
+            upstream = self.engines.canonical.get(engine or "")
+            for ref in [*copy.references, *copy.fixed_by, *copy.fixes]:
+                j = self._position.get(ref)
+                if j is None:
+                    continue
+                target = self.documents[j]
+                if target.repo != upstream or target.kind not in THREAD_KINDS:
+                    continue
+                if allowed is not None and target.repo not in allowed:
+                    continue
+                lifted = scores[i] * c.upstream_lift
+                if scores.get(j, 0.0) < lifted:
+                    scores[j] = lifted
+                    evidence.setdefault(j, _Evidence()).adjusted.append(f"upstream of {copy.id}")
+                for fix in target.fixed_by:
+                    k = self._position.get(fix)
+                    if k is not None and (allowed is None or self.documents[k].repo in allowed):
+                        if scores.get(k, 0.0) < scores[i] * c.fix_lift:
+                            scores[k] = scores[i] * c.fix_lift
+                            evidence.setdefault(k, _Evidence()).adjusted.append(f"fixes {target.id}")
+
+    def _input_components(self, parsed: ParsedInput) -> set[str]:
+        """The error families the input is about: the origin rule's, else the KB-trained model's best two."""
+        from service.analysis.origin import match_input
+
+        found = match_input(parsed)
+        if found is not None and found.rule.tier == 0:
+            category = found.rule.category
+            return {RULE_COMPONENT.get(category, category)}
+        return set(self.components.rank(parsed.query_text))
+
+    def _same_engine(self, doc: Document, parsed: ParsedInput) -> bool:
+        engine = self.engines.engine.get(doc.id)
+        if engine is None:
+            return True  # an engine-neutral thread (the Harmony library, a client)
+        if parsed.engines:
+            return engine in parsed.engines
+        return engine == self.engines.default_engine
+
+    def _hit(self, doc: Document, e: _Evidence, parsed: ParsedInput, components: set[str]) -> Hit:
+        c = self.calibration
         why: list[str] = []
-        if e.signature >= 0.5:
+        if e.signature >= c.signature_medium:
             why.append(f"error signature matches {e.signature_match[:160]!r} ({e.signature:.2f})")
         if e.lexical_rank is not None and e.lexical_rank < 10:
             why.append(f"lexical rank {e.lexical_rank + 1}")
@@ -359,15 +520,32 @@ class Retriever:
             why.append(f"semantic similarity {e.dense:.2f} (rank {e.dense_rank + 1})")
         if e.via_sections:
             why.append("cited by " + ", ".join(sorted(set(e.via_sections))[:2]))
+        why += e.adjusted[:2]
         dense_part = min(1.0, max(0.0, (e.dense - 0.3) / 0.55))
         lexical_part = e.lexical if e.lexical_rank is not None and e.lexical_rank < 20 else 0.0
-        score = max(e.signature, 0.55 * dense_part + 0.45 * lexical_part * dense_part ** 0.5)
+        score = max(e.signature, 0.55 * dense_part + 0.45 * lexical_part * dense_part**0.5)
         score = round(min(1.0, max(0.0, score)), 3)
-        close_text = e.dense >= 0.62 and e.lexical_rank is not None and e.lexical_rank < 3 and not e.conflict
-        if e.signature >= 0.72 or close_text:
+        exact = e.signature >= c.signature_high
+        close_text = (
+            e.dense >= c.dense_high
+            and e.lexical_rank is not None
+            and e.lexical_rank < c.lexical_high_rank
+            and not e.conflict
+            and self._same_engine(doc, parsed)
+            and (doc.component in components if doc.kind != "reference-section" else bool(components))
+        )
+        if exact or close_text:
             confidence: Confidence = "high"
-        elif e.signature >= 0.5 or e.dense >= 0.5 or (e.lexical_rank == 0 and e.dense >= 0.4):
+        elif (
+            e.signature >= c.signature_medium
+            or e.dense >= c.dense_medium
+            or (e.lexical_rank == 0 and e.dense >= c.dense_medium_lexical_top)
+        ):
             confidence = "medium"
         else:
             confidence = "low"
+        if confidence == "high" and parsed.other_model:
+            confidence = "medium"  # the input is about another model: at best a look-alike
+        if not parsed.failure_found:
+            confidence = "low"  # a log without a failure line: nothing to match confidently
         return Hit(doc=doc, score=score, confidence=confidence, why=why or ["weak lexical or semantic overlap"])

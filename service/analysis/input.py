@@ -11,6 +11,8 @@ import re
 from pydantic import BaseModel, Field
 
 from indexer.signatures import MAX_LINE, error_lines, normalize_signature
+from service.analysis.distill import Distilled, distill
+from service.analysis.engines import detect_client, detect_engines
 
 MAX_QUERY_CHARS = 2000
 """The reduced query text never grows past this: long logs are reduced to their error lines."""
@@ -37,7 +39,20 @@ class ParsedInput(BaseModel):
     flags: list[str] = Field(default=[], description="Server flags, request params and env vars seen")
     model: str | None = Field(default=None, description="Model name or path seen in the input")
     client: str | None = Field(default=None, description="Client framework that reported the error")
+    engines: list[str] = Field(default=[], description="Serving engines the input names, the failing one first")
     token_ids: list[int] = Field(default=[], description="Token ids the text names")
+    prose: list[str] = Field(default=[], description="The user's own sentences in the input")
+    failure_found: bool = Field(
+        default=True, description="False for a pasted log with no failure line and no sentence describing one"
+    )
+    other_model: str | None = Field(
+        default=None, description="Another model family the input names while it carries no gpt-oss signal"
+    )
+
+    @property
+    def engine(self) -> str | None:
+        """The serving engine the input is about, when it names one."""
+        return self.engines[0] if self.engines else None
 
 
 _VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}(?:[.+-]?(?:dev|rc|post|a|b)\d{0,8})?(?:\+[\w.]{1,40})?)"
@@ -70,44 +85,9 @@ _TOKEN_ID = re.compile(r"\btokens? (?:id )?(\d{1,6})\b|\btoken_id[=: ]{1,3}(\d{1
 _TOKEN_LIST = re.compile(r"\[(\d{1,6}(?:, ?\d{1,6}){1,400})\]")
 _DEFAULTS_OFF = {"False", "None", "0", "''", "[]"}
 
-# Client frameworks, by the module or product names their errors carry. Order matters: the more
-# specific framework wins over the SDK it is built on.
-_CLIENTS: list[tuple[str, re.Pattern[str]]] = [
-    ("llama-stack", re.compile(r"llama[_-]stack", re.I)),
-    ("langchain", re.compile(r"\blang(?:chain|graph)", re.I)),
-    ("litellm", re.compile(r"\blitellm\b", re.I)),
-    ("openai-agents", re.compile(r"openai[-_]agents|\bagents\.(?:exceptions|run)\b", re.I)),
-    ("codex", re.compile(r"\bcodex\b", re.I)),
-    ("crewai", re.compile(r"\bcrewai\b", re.I)),
-    ("pydantic-ai", re.compile(r"pydantic[_-]ai\b", re.I)),
-    ("smolagents", re.compile(r"\bsmolagents\b", re.I)),
-    ("cline", re.compile(r"\bcline\b", re.I)),
-    ("continue", re.compile(r"\bcontinuedev\b|\bcontinue\.dev\b", re.I)),
-    ("open-webui", re.compile(r"open[-_]webui", re.I)),
-    ("guidellm", re.compile(r"\bguidellm\b", re.I)),
-    ("llmperf", re.compile(r"\bllmperf\b", re.I)),
-    ("ollama-python", re.compile(r"\bollama\._types\b")),
-    ("bedrock", re.compile(r"\bbotocore\b|\bbedrock\b", re.I)),
-    ("openai-python", re.compile(r"\bopenai\.\w+Error\b|\bfrom openai import\b|openai\._base_client")),
-    ("httpx", re.compile(r"\bhttpx\b")),
-    ("requests", re.compile(r"\brequests\.exceptions")),
-]
-
-
 # A literal every match of a pattern contains (lower-case): a megabyte log is scanned once per
 # needle with a fast substring search, and a pattern runs only when its needle is there.
 _VERSION_NEEDLES: dict[str, tuple[str, ...]] = {"openai-harmony": ("harmony",)}
-_CLIENT_NEEDLES: dict[str, tuple[str, ...]] = {
-    "llama-stack": ("llama",),
-    "langchain": ("lang",),
-    "openai-agents": ("agents",),
-    "pydantic-ai": ("pydantic",),
-    "continue": ("continue",),
-    "open-webui": ("webui",),
-    "ollama-python": ("ollama._types",),
-    "bedrock": ("botocore", "bedrock"),
-    "openai-python": ("openai",),
-}
 # Non-ASCII letters that re.IGNORECASE matches to an ASCII one; mapped before lower() so a needle
 # precheck never skips a pattern that would have matched.
 _IGNORECASE_ASCII = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
@@ -195,14 +175,6 @@ def _model(text: str, folded: str | None = None) -> str | None:
     return match.group(1) if match else None
 
 
-def _client(text: str, folded: str | None = None) -> str | None:
-    folded = _folded(text) if folded is None else folded
-    for name, pattern in _CLIENTS:
-        if _present(folded, name, _CLIENT_NEEDLES) and pattern.search(text):
-            return name
-    return None
-
-
 MAX_TOKEN_IDS = 64
 """Token ids kept per input; the engine decodes no more than this."""
 
@@ -222,11 +194,37 @@ def _token_ids(text: str, signatures: list[str]) -> list[int]:
     return list(ids)
 
 
-def _query_text(text: str, lines: list[EvidenceLine]) -> str:
+# Signs that an input is about gpt-oss: its name, its Harmony format, its special tokens.
+_GPT_OSS = re.compile(
+    r"gpt-?oss|harmony|<\|(?:start|end|message|channel|return|call|constrain)\|>|o200k|\b(?:20|120)b\b", re.I
+)
+# Other open-weight model families: an input about one of them (and not gpt-oss) is outside our scope.
+_OTHER_MODEL = re.compile(
+    r"\b(llama[- ]?[234](?:\.\d)?|qwen\d?(?:\.\d)?|mistral|mixtral|deepseek|gemma\d?|phi-?[234]|granite"
+    r"|glm-?4(?:\.\d)?|kimi|falcon|command-r)\b",
+    re.I,
+)
+
+
+def _other_model(text: str) -> str | None:
+    """Another model family named by an input that carries no gpt-oss or Harmony signal."""
+    window = text[:100_000]
+    if _GPT_OSS.search(window):
+        return None
+    match = _OTHER_MODEL.search(window)
+    return match.group(1) if match else None
+
+
+def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> str:
+    """What the lexical and dense legs see: the failure lines and the user's words, no boilerplate."""
     strong = [e.text for e in lines if e.weight >= 1.0][:3]
     chosen = strong or [e.text for e in lines if e.kind in {"warning", "notice"}][:3]
+    chosen += distilled.prose
     if not chosen:
-        return text.strip()[:MAX_QUERY_CHARS]
+        if distilled.is_log_dump or distilled.dropped:
+            chosen = distilled.kept[:20]
+        else:
+            return text.strip()[:MAX_QUERY_CHARS]
     return "\n".join(chosen)[:MAX_QUERY_CHARS]
 
 
@@ -235,16 +233,22 @@ def parse_input(text: str) -> ParsedInput:
     lines = [EvidenceLine(text=e.text, weight=e.weight, kind=e.kind) for e in error_lines(text)]
     signatures = [e.text for e in lines if e.kind in {"exception", "message", "error", "warning"}]
     folded = _folded(text)
+    distilled = distill(text)
+    strong = [e.text for e in lines if e.weight >= 1.0]
     return ParsedInput(
         text=text,
         signatures=signatures,
         normalized=[normalize_signature(s) for s in signatures],
         evidence=lines,
-        query_text=_query_text(text, lines),
+        query_text=_query_text(text, lines, distilled),
         is_log=any(e.weight >= 1.0 for e in lines),
         versions=_versions(text, folded),
         flags=_flags(text),
         model=_model(text, folded),
-        client=_client(text, folded),
+        client=detect_client(text),
+        engines=detect_engines(text, strong[:5]),
         token_ids=_token_ids(text, signatures),
+        prose=distilled.prose,
+        failure_found=bool(strong or distilled.prose) or not distilled.is_log_dump,
+        other_model=_other_model(text),
     )

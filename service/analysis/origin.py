@@ -64,6 +64,20 @@ _VOCAB = (
 # Order matters only between rules of one tier that match the same line: more specific first.
 RULES: tuple[Rule, ...] = (
     Rule(
+        "client",
+        "request-shape",
+        _rx(
+            r"Field required|missing required (?:field|parameter|argument|property)|is a required property"
+            r"|Extra inputs are not permitted|extra_forbidden|Unrecognized request argument|UnsupportedParamsError"
+            r"|\d{1,3} validation errors? for \w{0,40}Request\b"
+            r"|does not support ['\"]?\w{2,40}['\"]?,? ignoring"
+            r"|tool_choice\W{0,4}(?:\w{1,20}\W{1,4}){0,3}(?:is )?(?:not supported|unsupported|invalid|must be)"
+            r"|reasoning(?:_content|_effort)?['\"]?\W{0,4}(?:is |was )?(?:not permitted|unexpected|unrecognized)"
+        ),
+        "the request the client sent has the wrong shape for this server (a missing or extra field, a "
+        "tool_choice or reasoning parameter the server does not take); the client or its settings must change",
+    ),
+    Rule(
         "environment",
         "vocab-download",
         _rx(_VOCAB),
@@ -226,6 +240,8 @@ RULES: tuple[Rule, ...] = (
     ),
 )
 
+_VOCAB_RULE = next(rule for rule in RULES if rule.category == "vocab-download")
+
 # Clients whose exceptions carry a server's message; the failure is still the server's.
 _OFFLINE = _rx(
     r"air[- ]?gapped|no (?:internet|network|outbound|egress)|offline|without internet|firewall|egress"
@@ -274,15 +290,21 @@ def text_window(text: str, size: int = 100_000) -> str:
 
 
 def match_input(parsed: ParsedInput) -> _Finding | None:
-    """The rule the input itself supports, if any: error lines first, then the whole text."""
-    return _match_cached(tuple(parsed.signatures), parsed.text)
+    """The rule the input itself supports, if any: its failing lines first, then the user's own words.
+
+    Context (a hardware line naming sm_121, a command line with a ``--chat-template`` path) is read
+    only when the input has neither a failing line nor a sentence: then it is all there is.
+    """
+    failing = bool(parsed.signatures or parsed.prose)
+    context = "" if failing else parsed.text
+    return _match_cached(tuple(parsed.signatures), tuple(parsed.prose), context)
 
 
 @lru_cache(maxsize=16)
-def _match_cached(signatures: tuple[str, ...], text: str) -> _Finding | None:
+def _match_cached(signatures: tuple[str, ...], prose: tuple[str, ...], context: str) -> _Finding | None:
     # origin, category and advice all ask about the same input: scan a large log once.
     found = _scan(signatures)
-    window = text_window(text)
+    window = "\n".join([*prose, text_window(context)]) if context else "\n".join(prose)
     if found is None or found.rule.tier > 0:
         whole = _scan([window], max_tier=0)
         if whole is not None:
@@ -290,7 +312,7 @@ def _match_cached(signatures: tuple[str, ...], text: str) -> _Finding | None:
     if found is not None:
         return found
     if _OFFLINE.search(window) and _VOCAB_WORDS.search(window):
-        return _Finding(RULES[0], 0, "offline vocabulary")
+        return _Finding(_VOCAB_RULE, 0, "offline vocabulary")
     return None
 
 

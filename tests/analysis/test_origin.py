@@ -196,3 +196,37 @@ def test_a_named_client_application_is_the_first_suspect_without_hits() -> None:
 def test_an_unnamed_stack_serving_gpt_oss_points_to_the_server() -> None:
     text = "streaming chat completions from gpt-oss-120b with tensor parallel 4 drop words now and then"
     assert classify_origin(parse_input(text), []).side == "server"
+
+
+HARDWARE_CONTEXT = """\
+GPU: NVIDIA GB10 (sm_121), driver 580.95, CUDA 13.0
+vllm serve openai/gpt-oss-120b --chat-template /models/gpt-oss/chat_template.jinja --tool-call-parser openai
+(APIServer pid=3) ERROR 11-02 10:00:00 [serving_chat.py:1001] openai_harmony.HarmonyError: unexpected tokens \
+remaining in message header: Some("to=functions.search")
+"""
+
+
+def test_origin_reads_the_failing_line_not_the_hardware_or_command_line() -> None:
+    origin = classify_origin(parse_input(HARDWARE_CONTEXT), [])
+    assert (origin.side, origin.component) == ("server", "harmony-header")
+
+
+def test_context_alone_is_still_read_when_nothing_failed_or_was_said() -> None:
+    origin = classify_origin(parse_input("GPU: NVIDIA GB10 (sm_121)"), [])
+    assert origin.side == "environment"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Warning: ollama_chat/gpt-oss:20b does not support 'reasoning_effort', ignoring.",
+        "openai.BadRequestError: Error code: 400 - {'detail': [{'type': 'missing', 'loc': ['body', 'messages'], "
+        "'msg': 'Field required'}]}",
+        "openai.BadRequestError: Error code: 400 - {'message': \"tool_choice 'any' is not supported\"}",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatRequest\nreasoning\n"
+        "  Extra inputs are not permitted [type=extra_forbidden]",
+    ],
+)
+def test_request_shape_errors_and_client_warnings_are_the_clients(text: str) -> None:
+    origin = classify_origin(parse_input(text), [])
+    assert (origin.side, origin.component) == ("client", "request-shape")

@@ -108,3 +108,54 @@ def test_same_template_with_another_token_id_is_not_a_confident_match(retriever:
             assert hit.confidence != "high", hit.doc.id
     assert "12606" in " ".join(result.hits[0].doc.error_signatures)
     assert result.hits[0].confidence == "high"
+
+
+def test_threads_of_the_named_engine_rank_first(retriever: Retriever) -> None:
+    on_ollama = retriever.search(parse_input("tool calls come back empty with gpt-oss, ollama 0.11.4"))
+    assert on_ollama.hits[0].doc.repo == "ollama/ollama"
+    assert any("same engine (ollama)" in why for why in on_ollama.hits[0].why)
+    on_vllm = retriever.search(parse_input("tool calls come back empty with gpt-oss on vllm 0.11.0"))
+    assert all(hit.doc.repo != "ollama/ollama" for hit in on_vllm.hits[:3])
+
+
+def test_another_engines_thread_with_the_same_error_string_is_not_demoted(retriever: Retriever) -> None:
+    result = retriever.search(parse_input("vllm 0.11.0 logs: harmony parser: no reverse mapping found"))
+    assert result.hits[0].doc.id == "ollama/ollama#12187"
+    assert result.hits[0].confidence == "high"
+
+
+def test_the_upstream_thread_a_platform_copy_cites_ranks_above_it(retriever: Retriever) -> None:
+    copy = retriever.by_id["tenstorrent/vllm#393"]
+    upstream = next(ref for ref in copy.references if ref.startswith("vllm-project/vllm#"))
+    hits = retriever.search(parse_input(copy.title), top_k=10).hits
+    ids = [hit.doc.id for hit in hits]
+    assert ids[:2] == [upstream, copy.id]
+    assert f"upstream of {copy.id}" in hits[0].why
+
+
+def test_an_input_about_another_model_is_never_high(retriever: Retriever) -> None:
+    parsed = parse_input(
+        "vllm serve meta-llama/Llama-3.1-8B-Instruct: ValueError: Expected 2 output messages "
+        "(reasoning and final), but got 3."
+    )
+    assert parsed.other_model is not None
+    assert all(hit.confidence != "high" for hit in retriever.search(parsed).hits)
+
+
+def test_a_log_without_a_failure_line_matches_nothing_confidently(retriever: Retriever) -> None:
+    log = "\n".join(
+        f"(APIServer pid=7) INFO 03-02 10:0{i}:00 [loggers.py:123] Engine 000: Avg prompt throughput: 8{i}.0 "
+        "tokens/s, Running: 1 reqs, GPU KV cache usage: 2.0%"
+        for i in range(8)
+    )
+    result = retriever.search(parse_input(log + "\n(APIServer pid=7) WARNING 03-02 10:09:00 [x.py:1] slow step"))
+    assert all(hit.confidence == "low" for hit in result.hits)
+    assert not result.confident
+
+
+def test_the_calibration_object_sets_the_thresholds() -> None:
+    from service.calibration import Calibration
+
+    strict = Retriever(card_documents(), None, None, calibration=Calibration(signature_high=1.01))
+    parsed = parse_input("ValueError: Expected 2 output messages (reasoning and final), but got 3.")
+    assert strict.search(parsed).hits[0].confidence == "medium"

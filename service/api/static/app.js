@@ -108,6 +108,7 @@
       for (const [name, version] of versions) dl.append(el("dt", {}, name), el("dd", {}, el("code", {}, version)));
       if (analysis.model) dl.append(el("dt", {}, "model"), el("dd", {}, el("code", {}, analysis.model)));
       if (analysis.client) dl.append(el("dt", {}, "client"), el("dd", {}, analysis.client));
+      if (analysis.engine) dl.append(el("dt", {}, "engine"), el("dd", {}, analysis.engine));
       if (flags.length) dl.append(el("dt", {}, "flags"), el("dd", {}, joined(flags.map((f) => el("code", {}, f)), " ")));
       rows.push(el("h3", {}, "Setup seen in the input"), dl);
     }

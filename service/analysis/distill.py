@@ -1,0 +1,94 @@
+"""Log distillation: the lines of a pasted log that carry the failure, without the boilerplate.
+
+A whole server log is mostly start-up INFO lines, metrics, access logs and environment dumps. Fed to
+the lexical and dense legs as they are, every log looks like every other log. This module keeps what
+carries the failure (error lines are found by ``indexer.signatures.error_lines``) and the user's own
+sentences, and says when a log has no failure line at all, so the lookup can answer "nothing failed
+here" instead of guessing.
+
+One pass over the lines, each cut to ``MAX_LINE`` and checked with a few anchored patterns, and at most
+``MAX_LINES`` lines looked at: linear in the input, whatever it holds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from indexer.signatures import MAX_LINE
+
+MAX_LINES = 20_000
+"""Lines of an input that are classified; a 1 MB log rarely has more, and its failure sits at the end."""
+MAX_PROSE_CHARS = 600
+"""The user's own sentences kept for the query text, at most this long together."""
+
+# A line that starts like a log record: a timestamp, a level, a process tag or a container prefix.
+_DECORATED = re.compile(
+    r"^\s{0,8}(?:\(\w[\w ]{0,40}pid=\d|\[?\d{2,4}[-/:]\d\d|\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b"
+    r"|time=|level=|[\w.-]{1,40} {0,12}\| |\[[\w .:/-]{1,40}\] |[A-Z][a-z]{2} [ \d]\d \d\d:)"
+)
+_INFO = re.compile(r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG|\[I\])(?:[\s\]):]|$)")
+# Lines that are never the failure, whatever words they hold.
+_BOILERPLATE = re.compile(
+    r"throughput: \d|KV cache usage|Running: \d{1,6} reqs|prefix cache hit rate"
+    r'|"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" [23]\d\d'
+    r"|^\s{0,4}[A-Z][A-Z0-9_]{2,60}=\S|^\s{0,4}[\w.-]{2,60}\s{2,40}v?\d{1,4}\.\d",
+)
+_WORD = re.compile(r"[A-Za-z][a-z']{1,30}")
+_CODE_LIKE = re.compile(r"^\s{0,8}(?:File \"|at |\$ |>>>|#|//|\{|\}|\[|\]|def |class |import |from \S+ import)")
+
+
+@dataclass
+class Distilled:
+    """What a pasted text says once the boilerplate is gone."""
+
+    prose: list[str] = field(default_factory=list)
+    """The user's own sentences (undecorated lines that read as words, not code or log records)."""
+    log_lines: int = 0
+    """Lines that look like log records."""
+    dropped: int = 0
+    """Boilerplate lines dropped (INFO/DEBUG records, metrics, access logs with 2xx/3xx, env dumps)."""
+    kept: list[str] = field(default_factory=list)
+    """Lines neither boilerplate nor prose (commands, warnings, context) in input order, capped."""
+
+    @property
+    def is_log_dump(self) -> bool:
+        """True when most of the input is log records: a pasted log rather than a message or a question."""
+        return self.log_lines >= 5 and self.log_lines * 2 >= self.log_lines + len(self.prose) + len(self.kept)
+
+
+def _is_prose(line: str) -> bool:
+    if _CODE_LIKE.match(line):
+        return False
+    words = _WORD.findall(line)
+    if len(words) < 5:
+        return False
+    # Mostly words, few symbols: a sentence, not a record, a dict dump or a path.
+    letters = sum(len(w) for w in words)
+    symbols = sum(1 for c in line if c in "{}[]()=<>/\\|_:;\"'")
+    return letters >= 0.6 * len(line.strip()) and symbols <= 0.06 * len(line)
+
+
+def distill(text: str) -> Distilled:
+    """Split a pasted input into the user's prose, log boilerplate (counted, dropped) and the rest."""
+    out = Distilled()
+    prose_chars = 0
+    for number, raw in enumerate(text.splitlines()):
+        if number >= MAX_LINES:
+            break
+        line = raw[:MAX_LINE]
+        if len(line) < 4 or not line.strip():
+            continue
+        decorated = _DECORATED.match(line) is not None
+        if decorated:
+            out.log_lines += 1
+        if _BOILERPLATE.search(line) or (decorated and _INFO.search(line[:120])):
+            out.dropped += 1
+            continue
+        if not decorated and prose_chars < MAX_PROSE_CHARS and _is_prose(line):
+            out.prose.append(line.strip())
+            prose_chars += len(line)
+            continue
+        if len(out.kept) < 200:
+            out.kept.append(line.strip())
+    return out

@@ -1,0 +1,179 @@
+"""Which serving engine and which client an input or a thread is about.
+
+The input side reads product names (and vLLM's own log markers) from what the user pasted. The thread
+side is derived from the data, never from a list of favoured repositories: a thread's engine is the one
+its repository is named after, else the one its title and error strings name; the canonical repository
+of an engine is the one that holds most of that engine's threads in the index. So a repository synced
+through ``GPTOSS_DOCTOR_REPOS`` gets the same treatment as the bundled ones.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from indexer.documents import Document
+
+# Product names as they appear in logs, repository names and thread titles. Order matters only for ties.
+ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("vllm", re.compile(r"\bvllm\b|\(APIServer pid=|\bEngineCore_?\w{0,8} pid=", re.I)),
+    ("sglang", re.compile(r"\bsglang\b|\bsgl[-_](?:project|kernel|router)\b", re.I)),
+    ("ollama", re.compile(r"\bollama\b", re.I)),
+    ("llama.cpp", re.compile(r"llama\.cpp|llama[-_]cpp|\bllama-server\b|\bggml\b|\bik_llama\b", re.I)),
+    ("lm-studio", re.compile(r"\blm ?studio\b|\blmstudio\b|\blms (?:server|load)\b", re.I)),
+    ("tensorrt-llm", re.compile(r"tensorrt[-_ ]?llm|\btrt[-_]?llm\b", re.I)),
+    ("dynamo", re.compile(r"(?<![\w.])(?:ai-)?dynamo\b", re.I)),
+    ("mlx", re.compile(r"\bmlx(?:[-_]\w{1,20})?\b", re.I)),
+    ("lmdeploy", re.compile(r"\blmdeploy\b", re.I)),
+    ("tgi", re.compile(r"text-generation-inference|\btgi\b", re.I)),
+)
+
+# Client frameworks, by the names their packages, repositories and errors carry. The more specific
+# framework comes before the SDK it is built on.
+CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("llama-stack", re.compile(r"llama[_-]stack", re.I)),
+    ("langchain", re.compile(r"\blang(?:chain|graph)", re.I)),
+    ("litellm", re.compile(r"\blitellm\b", re.I)),
+    ("openai-agents", re.compile(r"openai[-_]agents|\bagents\.(?:exceptions|run)\b", re.I)),
+    ("codex", re.compile(r"\bcodex\b", re.I)),
+    ("crewai", re.compile(r"\bcrewai\b", re.I)),
+    ("pydantic-ai", re.compile(r"pydantic[_-]ai\b", re.I)),
+    ("smolagents", re.compile(r"\bsmolagents\b", re.I)),
+    ("cline", re.compile(r"\bcline\b", re.I)),
+    ("continue", re.compile(r"\bcontinuedev\b|\bcontinue\.dev\b", re.I)),
+    ("open-webui", re.compile(r"open[-_]webui", re.I)),
+    ("guidellm", re.compile(r"\bguidellm\b", re.I)),
+    ("llmperf", re.compile(r"\bllmperf\b", re.I)),
+    ("ollama-python", re.compile(r"\bollama\._types\b|ollama[-_]python")),
+    ("bedrock", re.compile(r"\bbotocore\b|\bbedrock\b", re.I)),
+    ("openai-python", re.compile(r"\bopenai\.\w+Error\b|\bfrom openai import\b|openai\._base_client|openai-python")),
+    ("httpx", re.compile(r"\bhttpx\b")),
+    ("requests", re.compile(r"\brequests\.exceptions")),
+)
+
+# A literal every match contains (lower-case): on a long log a pattern runs only when its needle is there.
+_NEEDLES: dict[str, tuple[str, ...]] = {
+    "vllm": ("vllm", "apiserver pid", "enginecore"),
+    "sglang": ("sgl",),
+    "llama.cpp": ("llama", "ggml"),
+    "lm-studio": ("lm", "studio"),
+    "tensorrt-llm": ("tensorrt", "trt"),
+    "lmdeploy": ("lmdeploy",),
+    "tgi": ("tgi", "text-generation"),
+    "llama-stack": ("llama",),
+    "langchain": ("lang",),
+    "openai-agents": ("agents",),
+    "pydantic-ai": ("pydantic",),
+    "continue": ("continue",),
+    "open-webui": ("webui",),
+    "ollama-python": ("ollama",),
+    "bedrock": ("botocore", "bedrock"),
+    "openai-python": ("openai",),
+}
+
+MAX_SCAN = 200_000
+"""Characters of an input counted for engine mentions: the head and tail of a long log are enough."""
+
+
+def _window(text: str) -> str:
+    if len(text) <= MAX_SCAN:
+        return text
+    half = MAX_SCAN // 2
+    return text[:half] + "\n" + text[-half:]
+
+
+def _mentions(
+    text: str, table: Sequence[tuple[str, re.Pattern[str]]], folded: str | None = None, cap: int = 50
+) -> Counter[str]:
+    """How often each name of ``table`` is mentioned (capped per name, so one spammy line cannot win)."""
+    folded = text.lower() if folded is None else folded
+    counts: Counter[str] = Counter()
+    for name, pattern in table:
+        if not any(n in folded for n in _NEEDLES.get(name, (name,))):
+            continue
+        for n, _ in enumerate(pattern.finditer(text), start=1):
+            counts[name] = n
+            if n >= cap:
+                break
+    return counts
+
+
+def detect_engines(text: str, failing: Sequence[str] = ()) -> list[str]:
+    """Serving engines the input names: those in the failing lines first, then by how often named."""
+    window = _window(text)
+    counts = _mentions(window, ENGINES)
+    first = _mentions("\n".join(failing), ENGINES) if failing else Counter()
+    return sorted(counts, key=lambda name: (-first[name], -counts[name]))
+
+
+def detect_client(text: str) -> str | None:
+    """The client framework that reported the error, if the input names one."""
+    window = _window(text)
+    folded = window.lower()
+    for name, pattern in CLIENTS:
+        if any(n in folded for n in _NEEDLES.get(name, (name,))) and pattern.search(window):
+            return name
+    return None
+
+
+def _named_in(repo: str, table: Sequence[tuple[str, re.Pattern[str]]]) -> list[str]:
+    """Names of ``table`` that a repository's own name carries, the last-named first ("vllm-mlx" -> mlx)."""
+    found: list[tuple[int, str]] = []
+    for name, pattern in table:
+        matches = list(pattern.finditer(repo))
+        if matches:
+            found.append((matches[-1].start(), name))
+    return [name for _, name in sorted(found, reverse=True)]
+
+
+@dataclass(frozen=True)
+class ThreadEngines:
+    """Engine, client and canonical-ness of every thread of one index generation (computed once)."""
+
+    engine: dict[str, str] = field(default_factory=dict)
+    """Thread id -> the engine it is about (absent when it names none)."""
+    client: dict[str, str] = field(default_factory=dict)
+    """Thread id -> the client framework whose repository it is in."""
+    canonical: dict[str, str] = field(default_factory=dict)
+    """Engine -> the repository holding most of its threads (its upstream)."""
+    platforms: frozenset[str] = frozenset()
+    """Repositories named after an engine that are not its canonical one: forks and downstream platforms."""
+    default_engine: str | None = None
+    """The engine most threads are about: what an input that names none most likely runs."""
+
+    @classmethod
+    def from_documents(cls, documents: Sequence[Document]) -> ThreadEngines:
+        """Derive every thread's engine from its repository name, else its title and error strings."""
+        engine: dict[str, str] = {}
+        client: dict[str, str] = {}
+        per_repo: dict[str, Counter[str]] = {}
+        repo_engine: dict[str, str] = {}
+        for doc in documents:
+            if doc.repo is None:
+                continue
+            named = _named_in(doc.repo, ENGINES)
+            if named:
+                repo_engine[doc.repo] = named[0]
+            if not named:
+                own = _mentions("\n".join([doc.title, *doc.error_signatures[:10]]), ENGINES)
+                top = own.most_common(2)
+                # Only a thread that names one engine more than any other is that engine's thread.
+                if top and (len(top) == 1 or top[0][1] > top[1][1]):
+                    named = [top[0][0]]
+            if named:
+                engine[doc.id] = named[0]
+                per_repo.setdefault(named[0], Counter())[doc.repo] += 1
+            clients = _named_in(doc.repo, CLIENTS)
+            if clients:
+                client[doc.id] = clients[0]
+        canonical = {name: repos.most_common(1)[0][0] for name, repos in per_repo.items()}
+        platforms = frozenset(repo for repo, name in repo_engine.items() if canonical.get(name) != repo)
+        totals = Counter(engine.values())
+        default = totals.most_common(1)[0][0] if totals else None
+        return cls(engine=engine, client=client, canonical=canonical, platforms=platforms, default_engine=default)
+
+    def is_platform_copy(self, doc: Document) -> bool:
+        """A thread in an engine's fork or downstream platform (a repository named after the engine)."""
+        return doc.repo in self.platforms

@@ -1,0 +1,69 @@
+"""Every constant of ranking and confidence, in one object.
+
+The values were fitted with ``bench/calibrate.py`` on labelled queries (dev, dev-hard and the tune half
+of the outside set) and checked on the outside set's held-out half; see ``bench/README.md``. Change
+them there, not by hand in the code that uses them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How the retrieval legs are fused, adjusted and turned into a confidence."""
+
+    # -- fusion (weighted reciprocal-rank fusion of the rank legs, plus the signature score) --------
+    rrf_k: float = 8.0
+    """Rank offset of reciprocal-rank fusion: larger flattens the difference between ranks."""
+    lexical_weight: float = 1.0
+    """Weight of the BM25 leg's rank."""
+    dense_weight_log: float = 1.0
+    """Weight of the dense leg's rank when the input carries error lines (the words are exact)."""
+    dense_weight_prose: float = 1.3
+    """Weight of the dense leg's rank for a described symptom (paraphrase is what dense is for)."""
+    signature_weight: float = 0.5
+    """Weight of the squared signature score: an exact error string outweighs any rank."""
+    section_share: float = 0.25
+    """Share of a reference section's fused score passed on to the threads it cites."""
+
+    # -- adjustments (multiplicative, on the fused score) -------------------------------------------
+    curated_boost: float = 0.03
+    """A thread backed by a curated card."""
+    fixed_boost: float = 0.02
+    """A thread with a confirmed fix, a fixing PR, or a merged PR."""
+    canonical_boost: float = 0.03
+    """A thread in its engine's canonical (upstream) repository."""
+    same_engine_boost: float = 0.15
+    """A thread about the serving engine the input names."""
+    other_engine_factor: float = 0.7
+    """A thread about another engine than the one the input names, without the same error string."""
+    same_client_boost: float = 0.1
+    """A thread in the repository of the client framework the input names."""
+    platform_factor: float = 0.95
+    """A thread in a fork or downstream platform of an engine the input does not name by its owner."""
+    upstream_lift: float = 1.05
+    """The upstream thread a platform copy cites ranks this much above the copy."""
+    fix_lift: float = 1.02
+    """The fix PR of that upstream thread ranks this much above the copy."""
+
+    # -- confidence ---------------------------------------------------------------------------------
+    signature_high: float = 0.72
+    """Signature score from which a thread is the same error ("high"); also what overrides demotion."""
+    signature_medium: float = 0.5
+    """Signature score from which a thread is worth showing as "medium"."""
+    conflict_penalty: float = 0.85
+    """Signature score factor when both sides keep a rare word the other lacks (another token id)."""
+    dense_high: float = 0.62
+    """Cosine from which a same-engine, same-component thread in the top lexical ranks is "high"."""
+    lexical_high_rank: int = 3
+    """Lexical rank (0-based, exclusive) a semantic "high" must also reach."""
+    dense_medium: float = 0.5
+    """Cosine from which a thread is "medium"."""
+    dense_medium_lexical_top: float = 0.4
+    """Cosine from which the lexical leg's first thread is "medium"."""
+
+
+CALIBRATION = Calibration()
+"""The fitted values the service uses."""

@@ -1,0 +1,60 @@
+"""Log distillation: failure lines and the user's words kept, start-up chatter, metrics and access logs dropped."""
+
+from __future__ import annotations
+
+from service.analysis.distill import MAX_LINES, distill
+from service.analysis.input import parse_input
+
+BOILERPLATE = """\
+INFO 03-02 10:00:01 [__init__.py:241] Automatically detected platform cuda.
+(APIServer pid=7) INFO 03-02 10:00:02 [api_server.py:1805] vLLM API server version 0.11.0
+(APIServer pid=7) INFO 03-02 10:00:03 [utils.py:326] non-default args: {'model': 'openai/gpt-oss-20b'}
+(APIServer pid=7) INFO 03-02 10:01:10 [loggers.py:123] Engine 000: Avg prompt throughput: 812.4 tokens/s, \
+Avg generation throughput: 95.1 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.1%
+(APIServer pid=7) INFO:     10.0.0.5:40122 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+(APIServer pid=7) INFO:     10.0.0.5:40124 - "GET /v1/models HTTP/1.1" 200 OK
+CUDA_VISIBLE_DEVICES=0,1
+NCCL_DEBUG=INFO
+"""
+FAILURE = "openai_harmony.HarmonyError: unexpected tokens remaining in message header: Some(\"to=functions.x\")"
+
+
+def test_boilerplate_lines_are_dropped_and_counted() -> None:
+    out = distill(BOILERPLATE)
+    assert out.dropped == 8
+    assert out.prose == [] and out.kept == []
+    assert out.is_log_dump
+
+
+def test_the_users_sentence_is_kept_as_prose() -> None:
+    text = BOILERPLATE + "After a few turns every tool call comes back as plain text in the answer.\n"
+    out = distill(text)
+    assert out.prose == ["After a few turns every tool call comes back as plain text in the answer."]
+
+
+def test_code_and_records_are_not_prose() -> None:
+    out = distill('File "/x/y.py", line 3, in main\n{"model": "gpt-oss-20b", "stream": true}\nok\n')
+    assert out.prose == []
+
+
+def test_a_buried_error_gives_the_same_query_as_the_bare_one() -> None:
+    bare = parse_input(FAILURE)
+    buried = parse_input(BOILERPLATE + f"(APIServer pid=7) ERROR 03-02 10:01:11 [serving_chat.py:1001] {FAILURE}\n")
+    assert buried.signatures[0] == bare.signatures[0]
+    assert buried.query_text == bare.query_text
+    assert buried.failure_found and buried.engine == "vllm"
+
+
+def test_a_log_without_a_failure_line_says_so() -> None:
+    parsed = parse_input(BOILERPLATE)
+    assert not parsed.failure_found
+    assert "throughput" not in parsed.query_text and "POST /v1" not in parsed.query_text
+
+
+def test_a_short_message_is_not_a_log_without_failure() -> None:
+    assert parse_input("tool calls vanish").failure_found
+
+
+def test_lines_past_the_cap_are_not_classified() -> None:
+    text = "INFO 03-02 10:00:01 [x.py:1] ready\n" * (MAX_LINES + 50)
+    assert distill(text).dropped == MAX_LINES

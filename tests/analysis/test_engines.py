@@ -1,0 +1,55 @@
+"""Engine and client detection in inputs, and each thread's engine derived from the data."""
+
+from __future__ import annotations
+
+from indexer.documents import Document
+from indexer.sources.cards import card_documents
+from service.analysis.engines import ThreadEngines, detect_client, detect_engines
+from service.analysis.input import parse_input
+
+
+def test_engines_named_in_inputs() -> None:
+    assert detect_engines("time=2025-08-10 level=ERROR source=server.go:812 msg=x ollama version is 0.11.4") == [
+        "ollama"
+    ]
+    assert detect_engines("llama-server: error while handling request") == ["llama.cpp"]
+    assert detect_engines("[TensorRT-LLM][ERROR] Assertion failed") == ["tensorrt-llm"]
+    assert detect_engines("(APIServer pid=1) ERROR 08-21 09:15:20 [serving_chat.py:1001] boom") == ["vllm"]
+    assert detect_engines("mlx_lm.server crashed on the second request") == ["mlx"]
+
+
+def test_torch_dynamo_is_not_the_dynamo_server() -> None:
+    assert detect_engines("torch._dynamo.exc.Unsupported: graph break") == []
+    assert detect_engines("NVIDIA Dynamo frontend returns 500") == ["dynamo"]
+
+
+def test_the_engine_in_the_failing_line_comes_first() -> None:
+    text = "we moved from ollama to vllm last week\nvllm serve openai/gpt-oss-20b\nsglang too"
+    assert detect_engines(text, failing=["sglang.srt crashed"])[0] == "sglang"
+
+
+def test_clients_named_in_inputs() -> None:
+    assert detect_client("litellm.BadRequestError: OpenAIException - bad") == "litellm"
+    assert detect_client("langchain_openai.chat_models.base: error") == "langchain"
+    assert parse_input("codex exec failed: stream disconnected before completion").client == "codex"
+
+
+def test_thread_engines_come_from_the_data() -> None:
+    engines = ThreadEngines.from_documents(card_documents())
+    assert engines.canonical["vllm"] == "vllm-project/vllm"
+    assert engines.canonical["ollama"] == "ollama/ollama"
+    assert engines.default_engine == "vllm"
+    assert "tenstorrent/vllm" in engines.platforms and "vllm-project/vllm" not in engines.platforms
+
+
+def _doc(repo: str, number: int, title: str) -> Document:
+    return Document(id=f"{repo}#{number}", kind="issue", repo=repo, number=number, title=title, text=title)
+
+
+def test_a_synced_repository_gets_an_engine_and_a_canonical_without_a_list() -> None:
+    docs = [_doc("acme/sglang", n, "[Bug] crash") for n in range(1, 4)] + [_doc("someone/sglang-fork", 9, "crash")]
+    docs.append(_doc("acme/agent", 5, "[Bug] SGLang returns empty tool calls"))
+    engines = ThreadEngines.from_documents(docs)
+    assert engines.canonical["sglang"] == "acme/sglang"
+    assert engines.platforms == frozenset({"someone/sglang-fork"})
+    assert engines.engine["acme/agent#5"] == "sglang"
