@@ -124,6 +124,21 @@ class Settings(BaseSettings):
         description="Lookups computed at once (default: CPU cores, 2 to 8); more wait their turn, which "
         "keeps latency and memory steady under load.",
     )
+    long_input_chars: int = Field(
+        default=65_536,
+        ge=1,
+        description="Inputs longer than this many characters are computed in the long-input lane, so "
+        "pasted logs never take the slots that short lookups need.",
+    )
+    long_lookup_concurrency: int = Field(
+        default=1, ge=1, le=64, description="Long-input lookups computed at once; more wait their turn."
+    )
+    lookup_budget: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds of work per lookup; steps not started by then are skipped and the answer "
+        "lists them in `partial`.",
+    )
     max_body_bytes: int = Field(
         default=1_048_576, gt=0, description="Largest accepted /lookup body in bytes (413 above it)."
     )

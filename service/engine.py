@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from service.analysis.input import ParsedInput, parse_input
 from service.answer import Knowledge, advice_out, build_fixes, is_thread, issue_out, origin_out, tokens_out
@@ -59,6 +59,32 @@ DENSE_DEGRADED_WINDOW = 60.0
 """How long after a failed dense query /health keeps saying degraded."""
 MAX_TOKENS = 64
 """Token ids decoded per input; a pathological log can name thousands."""
+
+
+BUDGET_WINDOW = 60.0
+"""How long after a lookup ran out of its budget /health keeps saying so."""
+
+Lane = Literal["short", "long"]
+
+
+class Budget:
+    """A lookup's time budget: steps check it before they start, and the skipped ones are recorded.
+
+    A step in progress is not interrupted (the analysis is linear in the input, so each step is
+    bounded); what the budget stops is the next step, so an overloaded lookup returns a partial,
+    marked answer instead of running on.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.skipped: list[str] = []
+
+    def allows(self, step: str) -> bool:
+        """True when ``step`` may start; otherwise it is recorded as skipped."""
+        if time.monotonic() < self.deadline:
+            return True
+        self.skipped.append(step)
+        return False
 
 
 @dataclass
@@ -116,8 +142,13 @@ class LookupEngine:
         self.check_interval = check_interval
         self.store_timeout = store_timeout
         self._reload_lock = threading.Lock()
-        # Lookups beyond the cores only queue for the CPU and hold their buffers meanwhile.
-        self._slots = threading.BoundedSemaphore(settings.lookup_concurrency)
+        # Lookups beyond the cores only queue for the CPU and hold their buffers meanwhile. Long inputs
+        # have their own lane, so a burst of pasted logs never takes the slots short lookups need.
+        self._lanes: dict[Lane, threading.BoundedSemaphore] = {
+            "short": threading.BoundedSemaphore(settings.lookup_concurrency),
+            "long": threading.BoundedSemaphore(settings.long_lookup_concurrency),
+        }
+        self._over_budget_at: float | None = None
         self._last_check = 0.0
         self._store_error: str | None = None
         self._dense_failed_at: float | None = None
@@ -167,19 +198,28 @@ class LookupEngine:
 
     # -- the lookup --------------------------------------------------------------------------------
 
+    def lane(self, text: str) -> Lane:
+        """Which lane computes ``text``: long inputs (``long_input_chars``) wait only for each other."""
+        return "long" if len(text) > self.settings.long_input_chars else "short"
+
     def lookup(self, text: str, top_k: int = 5, repos: Sequence[str] | None = None) -> LookupResponse:
-        """Diagnose one pasted error or log (at most ``lookup_concurrency`` at once; others wait)."""
-        with self._slots:
+        """Diagnose one pasted error or log (a bounded number at once per lane; others wait)."""
+        with self._lanes[self.lane(text)]:
             return self._lookup(text, top_k, repos)
 
     def _lookup(self, text: str, top_k: int, repos: Sequence[str] | None) -> LookupResponse:
         from service.analysis.advice import advise
         from service.analysis.origin import categorize, classify_origin
+        from service.retrieval import RetrievalResult
 
+        budget = Budget(self.settings.lookup_budget)
         self.reload_if_changed()
         snap = self._snapshot
         parsed = parse_input(text)
-        result = self._search(snap, parsed, top_k, repos)
+        if budget.allows("search"):
+            result = self._search(snap, parsed, top_k, repos)
+        else:
+            result = RetrievalResult(hits=[], confident=False)
         hits = [h for h in result.hits if is_thread(h.doc)][:top_k]
         confident = [h for h in hits if h.confidence != "low"]
         # Origin and advice see only hits worth trusting: noise must not steer the diagnosis.
@@ -199,7 +239,7 @@ class LookupEngine:
             analysis=AnalysisOut(
                 origin=origin_out(classify_origin(parsed, evidence)),
                 category=categorize(parsed, evidence),
-                tokens=self._tokens(parsed),
+                tokens=self._tokens(parsed) if budget.allows("tokens") else [],
                 versions=dict(parsed.versions),
                 flags=list(parsed.flags),
                 model=parsed.model,
@@ -207,7 +247,7 @@ class LookupEngine:
                 engine=parsed.engine,
                 failure_found=parsed.failure_found,
                 outside_scope=parsed.other_model is not None,
-                reproduction=self._reproduce(parsed),
+                reproduction=self._reproduce(parsed) if budget.allows("reproduction") else None,
             ),
             issues=[issue_out(h, snap.knowledge) for h in hits],
             no_confident_match=no_match,
@@ -216,10 +256,18 @@ class LookupEngine:
             else build_fixes(
                 [*confident, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
             ),
-            advice=advice_out(advise(parsed, evidence)),
+            advice=advice_out(advise(parsed, evidence)) if budget.allows("advice") else [],
             index=snap.index,
             degraded=result.degraded,
+            partial=self._partial(budget),
         )
+
+    def _partial(self, budget: Budget) -> list[str]:
+        """The steps ``budget`` skipped, remembered for /health and logged once per lookup."""
+        if budget.skipped:
+            self._over_budget_at = time.monotonic()
+            log.info("lookup over its %gs budget; skipped %s", self.settings.lookup_budget, budget.skipped)
+        return list(budget.skipped)
 
     def _search(self, snap: _Snapshot, parsed: ParsedInput, k: int, repos: Sequence[str] | None) -> RetrievalResult:
         """Hybrid search; when the store fails under it, the lexical leg alone, marked degraded."""
@@ -355,6 +403,12 @@ class LookupEngine:
         failed = self._dense_failed_at
         if failed is not None and time.monotonic() - failed < DENSE_DEGRADED_WINDOW:
             reasons.append("dense search failing; answers come from the lexical index")
+        over = self._over_budget_at
+        if over is not None and time.monotonic() - over < BUDGET_WINDOW:
+            reasons.append(
+                f"lookups are running out of their {self.settings.lookup_budget:g}s budget (overloaded); "
+                "recent answers are partial"
+            )
         if self.harmony is None:
             reasons.append(f"Harmony analysis unavailable: {self.harmony_error or 'not loaded'}")
         return reasons

@@ -205,6 +205,11 @@ class LookupResponse(BaseModel):
         description="True when part of the search (the dense leg on Chroma) failed and the answer comes "
         "from the lexical leg alone.",
     )
+    partial: list[str] = Field(
+        default=[],
+        description="Steps skipped because the lookup ran out of its time budget (GPTOSS_DOCTOR_LOOKUP_BUDGET), "
+        "e.g. search, tokens, reproduction, advice; empty when the answer is complete.",
+    )
 
 
 class HealthResponse(BaseModel):

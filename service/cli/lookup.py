@@ -142,6 +142,9 @@ def render(answer: LookupResponse, console: Console) -> None:
     console.print(f"\n[dim]index: {index.documents} documents, {index.issues} issues, built {built}[/dim]")
     if answer.degraded:
         console.print("[yellow]degraded:[/yellow] semantic search was unavailable; lexical matches only.")
+    if answer.partial:
+        skipped = escape(", ".join(answer.partial))
+        console.print(f"[yellow]partial:[/yellow] the lookup ran out of its time budget; skipped {skipped}.")
 
 
 @click.command()

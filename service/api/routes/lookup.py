@@ -8,14 +8,18 @@ and one endpoint accepts two media types.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Annotated, Any
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from service.api.errors import PROBLEM_JSON, describe_errors
+from service.config import Settings
 from service.deps import EngineDep, SettingsDep, require_read_token
+from service.engine import Lane
 from service.errors import BadInput, InputTooLarge, InvalidInput
 from service.models import EXAMPLE_ERROR, LookupRequest, LookupResponse
 
@@ -143,4 +147,21 @@ async def lookup(
     """Read and validate the body here, then run the (blocking) engine in the thread pool."""
     body = await read_limited_body(request, settings.max_body_bytes)
     req = parse_lookup_request(body, request.headers.get("content-type"), top_k=top_k, repos=repos)
-    return await run_in_threadpool(engine.lookup, req.error, req.top_k, req.repos)
+    limiter = _lane_limiter(request, settings, engine.lane(req.error))
+    return await anyio.to_thread.run_sync(partial(engine.lookup, req.error, req.top_k, req.repos), limiter=limiter)
+
+
+def _lane_limiter(request: Request, settings: Settings, lane: Lane) -> anyio.CapacityLimiter:
+    """The thread limiter of ``lane``: a lookup waits for its lane here, without holding a thread.
+
+    The default thread pool (40 threads) is shared with /health and every sync handler: lookups queued
+    in it would starve them, and long ones would starve short ones. Created on first use, in the loop.
+    """
+    limiters: dict[Lane, anyio.CapacityLimiter] | None = getattr(request.app.state, "lane_limiters", None)
+    if limiters is None:
+        limiters = {
+            "short": anyio.CapacityLimiter(settings.lookup_concurrency),
+            "long": anyio.CapacityLimiter(settings.long_lookup_concurrency),
+        }
+        request.app.state.lane_limiters = limiters
+    return limiters[lane]

@@ -215,6 +215,7 @@
     if (index.built_at) bits.push(`built ${index.built_at}`);
     bits.push(index.github_synced_at ? `GitHub synced ${index.github_synced_at}` : "GitHub never synced");
     if (answer.degraded) bits.push("degraded: lexical search only");
+    if (answer.partial && answer.partial.length) bits.push(`partial: out of time, skipped ${answer.partial.join(", ")}`);
     return el("p", { class: "meta" }, `Index: ${bits.join(" \u00b7 ")}`);
   }
 
