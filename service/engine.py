@@ -216,6 +216,11 @@ class LookupEngine:
         self.reload_if_changed()
         snap = self._snapshot
         parsed = parse_input(text)
+        if parsed.client is None:
+            # Client applications the index knows (repositories of client-side threads), by name.
+            named = snap.retriever.engines.named_client(text)
+            if named is not None:
+                parsed = parsed.model_copy(update={"client": named})
         if budget.allows("search"):
             result = self._search(snap, parsed, top_k, repos)
         else:

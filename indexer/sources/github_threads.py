@@ -257,13 +257,35 @@ def release_fields(*docs: Document) -> dict[str, Any]:
     return {}
 
 
+def merged_signatures(curated: list[str], live: list[str], limit: int = 2 * MAX_SIGNATURES) -> list[str]:
+    """The card's error strings first, then those the live thread (body and comments) adds.
+
+    A thread's comments often quote the error in another form (another token id, a client's wrapper, a
+    later version's wording); matching those finds the thread too. Curated strings keep the lead: the
+    retriever weighs a thread's first error string most.
+    """
+    merged = list(curated)
+    seen = {normalize_signature(sig) for sig in curated}
+    for sig in live:
+        key = normalize_signature(sig)
+        if key and key not in seen and len(merged) < limit:
+            seen.add(key)
+            merged.append(sig)
+    return merged
+
+
 def merge_live(card_doc: Document, live_doc: Document) -> Document:
     """A curated document updated from its live thread.
 
     The card's curated fields stay; state, title, url, labels, dates and comment count come from GitHub;
-    the live body and comments are appended after the curated text so new comments are searchable.
+    the live body and comments are appended after the curated text so new comments are searchable, and
+    the error strings they quote join the card's own (after them).
     """
     live_extra = live_doc.text.split("\n\n", 1)[1] if "\n\n" in live_doc.text else ""
+    signatures = merged_signatures(card_doc.error_signatures, live_doc.error_signatures)
+    card_doc = card_doc.model_copy(
+        update={"error_signatures": signatures, "normalized_signatures": [normalize_signature(s) for s in signatures]}
+    )
     text = curated_text(card_doc, live_doc.title)
     if live_extra:
         text = f"{text}\n\n{live_extra}"[:MAX_TEXT_CHARS]

@@ -53,6 +53,9 @@ CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("requests", re.compile(r"\brequests\.exceptions")),
 )
 
+SDK_CLIENTS = frozenset({"openai-python", "ollama-python", "httpx", "requests"})
+"""Client libraries rather than applications: they relay what the server said and decide nothing."""
+
 # A literal every match contains (lower-case): on a long log a pattern runs only when its needle is there.
 _NEEDLES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm", "apiserver pid", "enginecore"),
@@ -72,6 +75,8 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "bedrock": ("botocore", "bedrock"),
     "openai-python": ("openai",),
 }
+
+_APP_WORD = re.compile(r"[a-z0-9][a-z0-9._-]{2,60}")
 
 MAX_SCAN = 200_000
 """Characters of an input counted for engine mentions: the head and tail of a long log are enough."""
@@ -139,9 +144,11 @@ class ThreadEngines:
     canonical: dict[str, str] = field(default_factory=dict)
     """Engine -> the repository holding most of its threads (its upstream)."""
     platforms: frozenset[str] = frozenset()
-    """Repositories named after an engine that are not its canonical one: forks and downstream platforms."""
+    """Repositories carrying the name of an engine's canonical one: its forks and downstream platforms."""
     default_engine: str | None = None
     """The engine most threads are about: what an input that names none most likely runs."""
+    client_names: frozenset[str] = frozenset()
+    """Names of repositories whose threads are mostly client-side: client applications, from the data."""
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document]) -> ThreadEngines:
@@ -150,9 +157,13 @@ class ThreadEngines:
         client: dict[str, str] = {}
         per_repo: dict[str, Counter[str]] = {}
         repo_engine: dict[str, str] = {}
+        client_side: Counter[str] = Counter()
+        threads: Counter[str] = Counter()
         for doc in documents:
             if doc.repo is None:
                 continue
+            threads[doc.repo] += 1
+            client_side[doc.repo] += doc.error_source == "client" or doc.component == "client-integration"
             named = _named_in(doc.repo, ENGINES)
             if named:
                 repo_engine[doc.repo] = named[0]
@@ -168,11 +179,44 @@ class ThreadEngines:
             clients = _named_in(doc.repo, CLIENTS)
             if clients:
                 client[doc.id] = clients[0]
+        # A repository mostly about client-side failures, not named after an engine, is a client
+        # application: its own name is what a user of it writes.
+        apps = {
+            repo: repo.split("/", 1)[1].lower()
+            for repo, n in threads.items()
+            if client_side[repo] * 2 > n and repo not in repo_engine and len(repo.split("/", 1)[1]) >= 4
+        }
+        for doc in documents:
+            if doc.repo in apps and doc.id not in client:
+                client[doc.id] = apps[doc.repo]
         canonical = {name: repos.most_common(1)[0][0] for name, repos in per_repo.items()}
-        platforms = frozenset(repo for repo, name in repo_engine.items() if canonical.get(name) != repo)
+        # A fork or platform carries the upstream's own name (tenstorrent/vllm, vllm-ascend, worker-vllm);
+        # independent servers of one family (several MLX servers) do not.
+        platforms = frozenset(
+            repo
+            for repo, name in repo_engine.items()
+            if name in canonical
+            and canonical[name] != repo
+            and canonical[name].split("/", 1)[1].lower() in repo.split("/", 1)[1].lower()
+        )
         totals = Counter(engine.values())
         default = totals.most_common(1)[0][0] if totals else None
-        return cls(engine=engine, client=client, canonical=canonical, platforms=platforms, default_engine=default)
+        return cls(
+            engine=engine,
+            client=client,
+            canonical=canonical,
+            platforms=platforms,
+            default_engine=default,
+            client_names=frozenset(apps.values()),
+        )
+
+    def named_client(self, text: str) -> str | None:
+        """A client application of the index that the input names by its repository's name."""
+        if not self.client_names:
+            return None
+        words = set(_APP_WORD.findall(_window(text).lower()))
+        found = sorted(words & self.client_names)
+        return found[0] if found else None
 
     def is_platform_copy(self, doc: Document) -> bool:
         """A thread in an engine's fork or downstream platform (a repository named after the engine)."""

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from indexer.documents import Document
+from service.analysis.engines import SDK_CLIENTS
 from service.analysis.input import ParsedInput
 
 Side = Literal["server", "client", "model-files", "environment", "unknown"]
@@ -262,6 +263,8 @@ class _Finding:
     rule: Rule
     line: int
     text: str
+    described: bool = False
+    """Found in the user's own words (or context), not in a failing line."""
 
 
 def _scan(texts: Sequence[str], *, max_tier: int = 1) -> _Finding | None:
@@ -308,7 +311,7 @@ def _match_cached(signatures: tuple[str, ...], prose: tuple[str, ...], context: 
     if found is None or found.rule.tier > 0:
         whole = _scan([window], max_tier=0)
         if whole is not None:
-            return whole
+            return replace(whole, described=True)
     if found is not None:
         return found
     if _OFFLINE.search(window) and _VOCAB_WORDS.search(window):
@@ -372,6 +375,15 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
     """Decide where the failure originates, with the component and a one-line explanation."""
     found = match_input(parsed)
     client = _client_name(parsed)
+    app = client is not None and client not in SDK_CLIENTS
+    if found is not None and found.rule.tier == 0 and found.described and found.rule.side == "server" and app:
+        # A described symptom in a named client application: the words name a server-side field or
+        # feature, but the application is what the user watches misbehave; it is the first suspect.
+        explanation = (
+            f"The input describes {client} misbehaving with no error line; {client} is the first suspect "
+            f"(the description mentions {found.text!r}, which the server side also handles)."
+        )
+        return Origin(side="client", component="client-integration", explanation=explanation)
     if found is not None and found.rule.tier == 0:
         rule = found.rule
         explanation = f"{rule.why} (seen: {found.text!r})."
@@ -383,7 +395,8 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
     if found is None:
         # A described behaviour with no error text: whoever the user names is the first suspect. A
         # named client application is more specific than the engine behind it, so it leads a tie.
-        engine, app = bool(_ENGINE.search(text)), bool(_CLIENT_APP.search(text))
+        engine = bool(parsed.engines) or bool(_ENGINE.search(text))
+        app = app or bool(_CLIENT_APP.search(text))
         if app:
             prior["client"] = 0.6 if engine else 1.0
         if engine:

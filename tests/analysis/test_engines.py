@@ -53,3 +53,11 @@ def test_a_synced_repository_gets_an_engine_and_a_canonical_without_a_list() -> 
     assert engines.canonical["sglang"] == "acme/sglang"
     assert engines.platforms == frozenset({"someone/sglang-fork"})
     assert engines.engine["acme/agent#5"] == "sglang"
+
+
+def test_client_applications_come_from_the_repositories_of_client_side_threads() -> None:
+    engines = ThreadEngines.from_documents(card_documents())
+    assert {"librechat", "codex", "crewai"} <= engines.client_names
+    assert not engines.client_names & {"vllm", "ollama", "sglang"}
+    assert engines.named_client("LibreChat shows no reasoning from my vLLM endpoint") == "librechat"
+    assert engines.named_client("nothing named here") is None

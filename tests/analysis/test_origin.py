@@ -230,3 +230,19 @@ def test_context_alone_is_still_read_when_nothing_failed_or_was_said() -> None:
 def test_request_shape_errors_and_client_warnings_are_the_clients(text: str) -> None:
     origin = classify_origin(parse_input(text), [])
     assert (origin.side, origin.component) == ("client", "request-shape")
+
+
+def test_a_named_client_app_misbehaving_is_the_first_suspect_over_a_field_it_mentions() -> None:
+    parsed = parse_input("LibreChat shows no thinking from my gpt-oss endpoint: it reads reasoning_content only")
+    assert classify_origin(parsed, []).side == "server"  # no client named that the input parser knows
+    named = parsed.model_copy(update={"client": "librechat"})  # as the engine names it from the index
+    origin = classify_origin(named, [])
+    assert (origin.side, origin.component) == ("client", "client-integration")
+
+
+def test_a_failing_line_from_the_server_stays_the_servers_whatever_client_is_named() -> None:
+    parsed = parse_input(
+        "crewai run failed:\nopenai_harmony.HarmonyError: unexpected tokens remaining in message header: x"
+    )
+    assert parsed.client == "crewai"
+    assert classify_origin(parsed, []).side == "server"

@@ -17,6 +17,7 @@ import pytest
 
 from indexer.documents import Card, Document, issue_id
 from indexer.errors import SyncError
+from indexer.signatures import normalize_signature
 from indexer.sources.cards import bundled_cards, card_documents
 from indexer.sources.github import SyncResult, make_client, sync_github
 from indexer.store import Store
@@ -32,7 +33,7 @@ CHILD = Path(__file__).with_name("github_sync_child.py")
 REPO_ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime.fromisoformat("2025-09-01T00:00:00+00:00")
 CURATED = (
-    *("summary", "cause", "fix", "workarounds", "component", "error_source", "error_signatures", "flags"),
+    *("summary", "cause", "fix", "workarounds", "component", "error_source", "flags"),
     *("versions", "fixes", "fix_confirmed", "references"),
 )
 
@@ -288,6 +289,25 @@ def test_curated_card_merges_with_its_live_thread(
     assert (doc.created_at, doc.updated_at, doc.closed_at) == (thread.created_at, thread.updated_at, thread.closed_at)
     assert "TRITON_ATTN" in doc.text and card.summary and card.summary in doc.text
     assert issue_id(HARMONY, 900) in doc.fixed_by
+    assert doc.error_signatures[: len(card.error_signatures)] == card.error_signatures
+
+
+def test_error_strings_quoted_in_comments_join_the_cards_signatures(
+    fake: FakeGitHub, settings: Settings, store: Store, sleeps: list[float]
+) -> None:
+    cards = {d.id: d for d in card_documents()}
+    store.upsert(list(cards.values()))
+    card = cards[issue_id(VLLM, 22331)]
+    quoted = "AssertionError: Sinks are only supported in FlashAttention 3 (got backend XFORMERS on sm_89)"
+    fake.add_comment(VLLM, 22331, f"Same on 0.10.2, the log says:\n```\n{quoted}\n```")
+
+    run(settings, store, sleeps)
+
+    doc = store.get(issue_id(VLLM, 22331))
+    assert doc is not None and doc.curated
+    assert doc.error_signatures[: len(card.error_signatures)] == card.error_signatures
+    assert quoted in doc.error_signatures
+    assert normalize_signature(quoted) in doc.normalized_signatures
 
 
 def test_rate_limit_with_near_reset_waits_then_continues(
