@@ -20,11 +20,11 @@ _PREFIXES = [
     re.compile(r"^\((?:\w[\w ]{0,40})?pid=\d{1,10}\) ?"),  # (APIServer pid=1)
     re.compile(r"^\[rank\d{1,5}\]:? ?"),
     re.compile(r"^\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ?"),
-    re.compile(r"^\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] ?"),  # TensorRT-LLM [05/02/2026-11:20:07]
+    re.compile(r"^\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] ?"),  # TensorRT-LLM [MM/DD/YYYY-hh:mm:ss]
     re.compile(r"^time=\S{1,40} "),
     re.compile(r"^\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|E|W|I)\]? {1,8}"),
     re.compile(r"^level=\w{1,10} "),
-    re.compile(r"^\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? {1,4}"),  # vLLM "09-02 17:45:51"
+    re.compile(r"^\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? {1,4}"),  # vLLM "MM-DD hh:mm:ss"
     re.compile(r"^\d\d:\d\d:\d\d(?:\.\d{1,6})? {1,4}"),
     re.compile(r"^\[[\w./-]{1,80}:\d{1,6}\] ?"),  # [serving_chat.py:1145]
     re.compile(r"^source=[\w./-]{1,80}:\d{1,6} "),
@@ -59,8 +59,8 @@ _FRAME = re.compile(r'^File "([^"]{1,400})", line \d{1,7}, in ([\w<>.]{1,120})')
 _SOURCE_LINE = re.compile(r"^(?:raise|assert|return|await|self\.|[\w.]{1,80} = |[\w.]{1,80}\()")
 # Messages that wrap the real error: they say "see above" and carry no cause of their own.
 _WRAPPER = re.compile(
-    r"(?:see (?:the )?(?:root cause|stack trace)|root cause above|failed to start\.?$|hit an exception|"
-    r"^traceback \(most recent call last\)|direct cause of the following|during handling of the above|"
+    r"(?:see (?:the )?(?:root cause|stack trace)|failed to start\.?$|root cause above|hit an exception|"
+    r"^traceback \(most recent|direct cause of\b|during handling of the above|"
     r"^error in (?:chat completion|completion) (?:stream|full) generator|^exception in asgi application|"
     r"^\^+$|^~+$)",
     re.I,

@@ -82,7 +82,7 @@ class DecodedToken(BaseModel):
 
 
 class DecodedTokens(BaseModel):
-    """Token ids decoded with the o200k_harmony encoding used by gpt-oss."""
+    """Token ids decoded using the o200k_harmony encoding used by gpt-oss."""
 
     tokens: list[DecodedToken] = Field(description="One entry per id, in the order given.")
 
@@ -236,7 +236,7 @@ def build_mcp(
     @server.tool(
         title="Decode Harmony token ids",
         description=(
-            "Decode gpt-oss token ids with the o200k_harmony encoding (openai-harmony), e.g. 200006 -> "
+            "Decode gpt-oss token ids using the o200k_harmony encoding (openai-harmony), e.g. 200006 -> "
             "'<|start|>', 200002 -> '<|return|>', 12606 -> 'comment'. Special tokens are flagged."
         ),
         annotations=read_only,

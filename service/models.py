@@ -18,7 +18,7 @@ MAX_ERROR_CHARS = 1_048_576
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/(?!\.{1,2}$)[\w.-]{1,100}$")  # GitHub's own rules
 
 EXAMPLE_ERROR = (
-    "(APIServer pid=1) ERROR 06-23 09:42:17 [serving.py:932] openai_harmony.HarmonyError: "
+    "(APIServer pid=23) ERROR 11-03 14:05:33 [serving_chat.py:1208] openai_harmony.HarmonyError: "
     "Unexpected token 200002 while expecting start token 200006"
 )
 

@@ -53,9 +53,9 @@ _REAL_ERROR = re.compile(
     r"|\bHarmonyError\b"
     r"|\bError code: \d{3}\b"
 )
-_NOT_AN_ERROR_LINE = re.compile(r"^(?:#|[-*+] |>|\||Traceback \(most recent call last\))")
+_NOT_AN_ERROR_LINE = re.compile(r"^(?:#|[-*+] |>|\||Traceback \(most recent)")
 
-# "vllm==0.10.1+gptoss", "vLLM API server version 0.10.1", "PyTorch version: 2.8.0+cu128", "torch 2.8",
+# "vllm==0.10.1+gptoss" (a pin), the start-up line naming the vLLM version, "PyTorch version: 2.8.0+cu128", "torch 2.8",
 # "vllm/vllm-openai:v0.10.2"; not "CUDA used to build PyTorch: 12.8" (a colon needs "version" before it).
 _SEPARATOR = r"(?:[ \t]{1,4}version[ \t]{0,2}:?|[ \t]{0,4}(?:==|>=|<=|~=|=)|[ \t])[ \t]{0,4}"
 _VERSION = (

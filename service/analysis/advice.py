@@ -67,7 +67,7 @@ def seen_flags(parsed: ParsedInput) -> dict[str, str]:
 
 
 def _norm_version(text: str) -> Version | None:
-    """``0.10.1+gptoss`` -> 0.10.1, ``v0.11.0`` -> 0.11.0, ``0.10.2.dev71+g4e8614e88`` -> 0.10.2.dev71."""
+    """``0.10.1+gptoss`` -> 0.10.1, ``v0.11.0`` -> 0.11.0, ``0.11.1.dev5+gabc1234`` -> 0.11.1.dev5."""
     match = re.match(r"v?(\d+(?:\.\d+){1,3}(?:\.?(?:dev|rc|post)\d*)?)", text.strip())
     if not match:
         return None
@@ -82,7 +82,7 @@ def user_vllm_version(parsed: ParsedInput) -> str | None:
     if parsed.versions.get("vllm"):
         return parsed.versions["vllm"]
     match = re.search(
-        r"vLLM API server version (\S{1,80})|vllm[=/ -]{1,3}v?(\d{1,4}\.\d{1,4}(?:\.\d{1,6})?\S{0,40})",
+        r"\bvLLM\b[\w ]{0,20}? version (\S{1,80})|vllm[=/ -]{1,3}v?(\d{1,4}\.\d{1,4}(?:\.\d{1,6})?\S{0,40})",
         text_window(parsed.text),
     )
     if match:
@@ -179,8 +179,8 @@ _VLLM = re.compile(
     re.I,
 )
 _TOOL_SYMPTOM = re.compile(
-    r"tool[_ ]calls?\b|tool choice|tool_choice|function (?:call|invocation)s?\b|tools array|call a function"
-    r"|use one of (?:the|its) functions|enable-auto-tool-choice|tool-call-parser|tool_call_parser",
+    r"tool[_ ]calls?\b|tool choice|tool_choice|function calls?\b|tools array|call a function"
+    r"|enable-auto-tool-choice|tool-call-parser|tool_call_parser",
     re.I,
 )
 _REASONING_SYMPTOM = re.compile(

@@ -57,7 +57,7 @@ class ParsedInput(BaseModel):
 
 _VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}(?:[.+-]?(?:dev|rc|post|a|b)\d{0,8})?(?:\+[\w.]{1,40})?)"
 _VERSION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("vllm", re.compile(r"vLLM API server version " + _VERSION)),
+    ("vllm", re.compile(r"\bvLLM\b[\w ]{0,20}? version " + _VERSION)),
     ("vllm", re.compile(r"\bvllm(?:-openai)?[=:]{1,2}" + _VERSION, re.I)),
     ("vllm", re.compile(r"^vllm\s{1,40}" + _VERSION + r"\s*$", re.I | re.M)),
     ("vllm", re.compile(r"\bvllm(?: version)? " + _VERSION + r"\b", re.I)),

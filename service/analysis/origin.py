@@ -133,7 +133,7 @@ RULES: tuple[Rule, ...] = (
         "attention-backend",
         _rx(
             r"Sinks are only supported in FlashAttention|FlashAttention only supports|only supports Ampere"
-            r"|attention sinks not supported|does not support attention sin"
+            r"|attention sinks not supported"
             r"|Attention sinks are only supported"
         ),
         "the attention backend available on this GPU or build does not support what the model needs "

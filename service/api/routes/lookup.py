@@ -36,9 +36,9 @@ _REQUEST_BODY: dict[str, Any] = {
                 "client error": {
                     "summary": "A client exception carrying the server message",
                     "value": {
-                        "error": "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': "
-                        '\'"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser '
-                        "to be set', 'type': 'BadRequestError', 'code': 400}",
+                        "error": "litellm.InternalServerError: OpenAIException - Error code: 500 - "
+                        "{'code': 500, 'message': 'Expected 2 output messages (reasoning and final), "
+                        "but got 3.', 'object': 'error'}",
                         "repos": ["vllm-project/vllm"],
                     },
                 },
