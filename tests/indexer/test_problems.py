@@ -1,0 +1,247 @@
+"""The problem blocks of the reference docs: the parser on small fixtures, and the rules over the real docs."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from indexer.problems import (
+    ACTION_KINDS,
+    WHENS,
+    Problem,
+    ProblemFormatError,
+    load_problems,
+    parse_problems,
+    problem_by_anchor,
+)
+from indexer.sources.cards import bundled_cards
+from indexer.sources.markdown import github_slug
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+DOC = """# Known issues
+
+## Family
+
+### Unexpected token 1 while expecting start token 2
+
+**Errors**
+- `HarmonyError: Unexpected token 1 while expecting start token 2`
+- `Unexpected token 1`
+- HTTP 500 with an empty body
+
+Prose for people.
+
+| Field | Value |
+|---|---|
+| Kind | error |
+| Status | fixed |
+| Fixed in | vllm 0.10.2 |
+| Fix PRs | o/r#2 |
+| Open PRs | o/r#3 |
+| Side | server |
+| Change | client, server |
+| Cause | The model ran past a stop token. |
+| Sources | o/r#1, o/r#2 |
+
+| Action | Target | Value | When | What | Sources |
+|---|---|---|---|---|---|
+| avoid | `ignore_eos` | true | always | Leave it out. | o/r#1 |
+| upgrade | vllm | 0.10.2 | tools, streaming | Upgrade. | o/r#2 |
+| set | `--tool-call-parser` | openai | tools | Set the parser. | o/r#1 |
+
+### Prose only
+
+No block here.
+
+### Symptom section
+
+**Symptoms:** the answer is empty.
+
+| Field | Value |
+|---|---|
+| Kind | setup |
+| Status | not-a-bug |
+| Side | client |
+| Change | client |
+| Cause | The client reads the wrong field. |
+| Sources | o/r#4 |
+"""
+
+GOOD_FACTS = """| Field | Value |
+|---|---|
+| Kind | error |
+| Status | open |
+| Side | server |
+| Change | server |
+| Cause | Something. |
+| Sources | o/r#1 |
+"""
+
+
+def _doc(facts: str = GOOD_FACTS, actions: str = "") -> str:
+    return f"# T\n\n### Broken heading\n\n{facts}\n{actions}"
+
+
+def test_parser_reads_facts_actions_errors_and_anchor() -> None:
+    problems = parse_problems(DOC, "reference/x.md")
+    assert [p.title for p in problems] == ["Unexpected token 1 while expecting start token 2", "Symptom section"]
+    first = problems[0]
+    assert first.anchor == "reference/x.md#unexpected-token-1-while-expecting-start-token-2"
+    assert first.errors == ("HarmonyError: Unexpected token 1 while expecting start token 2", "Unexpected token 1")
+    assert first.symptoms == ("HTTP 500 with an empty body",)
+    assert first.status == "fixed" and first.fixed_in == {"vllm": "0.10.2"}
+    assert first.fix_prs == ("o/r#2",) and first.open_prs == ("o/r#3",)
+    assert first.side == "server" and first.change_side == ("client", "server")
+    assert [(a.kind, a.target, a.value) for a in first.actions] == [
+        ("avoid", "ignore_eos", "true"),
+        ("upgrade", "vllm", "0.10.2"),
+        ("set", "--tool-call-parser", "openai"),
+    ]
+    assert first.actions[1].when == ("tools", "streaming")
+    second = problems[1]
+    assert second.kind == "setup" and second.actions == () and second.symptoms == ("the answer is empty.",)
+
+
+def test_problems_are_frozen() -> None:
+    problem = parse_problems(DOC, "reference/x.md")[0]
+    with pytest.raises(ValueError):
+        problem.status = "open"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("facts", "actions", "message"),
+    [
+        (GOOD_FACTS.replace("| Status | open |\n", ""), "", "missing field(s) Status"),
+        (GOOD_FACTS.replace("open", "maybe"), "", "Status 'maybe'"),
+        (GOOD_FACTS.replace("| Side | server |", "| Side | gpu |"), "", "Side 'gpu'"),
+        (GOOD_FACTS + "| Colour | red |\n", "", "unknown field 'Colour'"),
+        (GOOD_FACTS.replace("o/r#1", "issue 1"), "", "not an issue id"),
+        (GOOD_FACTS + "| Fixed in | vllm 0.10.2 |\n", "", "Fixed in needs Status fixed"),
+        (GOOD_FACTS.replace("open", "fixed"), "", "Status fixed needs Fixed in"),
+        (GOOD_FACTS.replace("open", "merged"), "", "Status merged needs at least one Fix PR"),
+        (GOOD_FACTS + "| Fix PRs | o/r#5 |\n| Open PRs | o/r#5 |\n", "", "listed as fix and as open PR"),
+        (GOOD_FACTS + "| Fixed in | vllm soon |\n", "", "is not 'package release'"),
+        ("", "| Action | Target | Value | When | What | Sources |\n|---|---|---|---|---|---|\n", "without"),
+    ],
+)
+def test_malformed_facts_name_file_and_heading(facts: str, actions: str, message: str) -> None:
+    with pytest.raises(ProblemFormatError) as caught:
+        parse_problems(_doc(facts, actions), "reference/bad.md")
+    assert "reference/bad.md > 'Broken heading'" in str(caught.value)
+    assert message in str(caught.value)
+
+
+ACTIONS = "| Action | Target | Value | When | What | Sources |\n|---|---|---|---|---|---|\n"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("| tweak | x | none | always | Do it. | o/r#1 |", "action 'tweak'"),
+        ("| set | x | 1 | sometimes | Do it. | o/r#1 |", "when 'sometimes'"),
+        ("| set | x | 1 | always | Do it. | none |", "cites no source"),
+        ("| upgrade | vllm | none | always | Upgrade. | o/r#1 |", "names no release"),
+        ("| upgrade | vllm | latest | always | Upgrade. | o/r#1 |", "names no release"),
+        ("| set | x | 1 | | Do it. | o/r#1 |", "when ''"),
+    ],
+)
+def test_malformed_actions_are_rejected(row: str, message: str) -> None:
+    with pytest.raises(ProblemFormatError, match=re.escape(message)):
+        parse_problems(_doc(actions=ACTIONS + row + "\n"), "reference/bad.md")
+
+
+def test_load_problems_reparses_only_changed_files(tmp_path: Path) -> None:
+    (tmp_path / "reference").mkdir()
+    doc = tmp_path / "reference" / "a.md"
+    doc.write_text(DOC, encoding="utf-8")
+    first = load_problems(tmp_path)
+    assert load_problems(tmp_path) is first
+    doc.write_text(DOC.replace("The model ran past a stop token.", "Changed."), encoding="utf-8")
+    stat = doc.stat()
+    os.utime(doc, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    second = load_problems(tmp_path)
+    assert second is not first and second[0].cause == "Changed."
+    assert problem_by_anchor(second, second[0].anchor) == second[0]
+    assert problem_by_anchor(second, "reference/a.md#nope") is None
+
+
+def test_load_problems_reports_a_malformed_doc(tmp_path: Path) -> None:
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "reference" / "bad.md").write_text(_doc(GOOD_FACTS.replace("open", "maybe")), encoding="utf-8")
+    with pytest.raises(ProblemFormatError, match=r"reference/bad\.md > 'Broken heading'"):
+        load_problems(tmp_path)
+
+
+# --- the real docs ------------------------------------------------------------------------------
+
+
+def real_problems() -> tuple[Problem, ...]:
+    return load_problems(REPO_ROOT)
+
+
+def test_real_docs_parse_into_problems() -> None:
+    problems = real_problems()
+    assert len(problems) >= 5
+    assert len({p.anchor for p in problems}) == len(problems)
+
+
+def test_every_action_has_a_known_kind_condition_and_source() -> None:
+    for problem in real_problems():
+        for action in problem.actions:
+            assert action.kind in ACTION_KINDS
+            assert action.sources and all(w in WHENS for w in action.when), (problem.anchor, action)
+
+
+def test_every_source_is_a_bundled_card() -> None:
+    known = {card.id for card in bundled_cards()}
+    for problem in real_problems():
+        cited = set(problem.sources) | set(problem.fix_prs) | set(problem.open_prs)
+        cited |= {s for action in problem.actions for s in action.sources}
+        assert not cited - known, f"{problem.anchor} cites ids not in the KB: {sorted(cited - known)}"
+
+
+def test_fix_prs_are_merged_and_open_prs_are_not() -> None:
+    cards = {card.id: card for card in bundled_cards()}
+    for problem in real_problems():
+        for pr in problem.fix_prs:
+            assert cards[pr].kind == "pull" and cards[pr].state == "merged", f"{problem.anchor}: {pr} is no merged PR"
+        for pr in problem.open_prs:
+            assert cards[pr].kind == "pull" and cards[pr].state == "open", f"{problem.anchor}: {pr} is not an open PR"
+
+
+def test_every_upgrade_names_a_release_backed_by_a_merged_pr() -> None:
+    cards = {card.id: card for card in bundled_cards()}
+    upgrades = [(p, a) for p in real_problems() for a in p.actions if a.kind == "upgrade"]
+    assert upgrades
+    for problem, action in upgrades:
+        assert action.value and re.match(r"^\d+(\.\d+)+", action.value), (problem.anchor, action)
+        merged = [s for s in action.sources if cards[s].kind == "pull" and cards[s].state == "merged"]
+        assert merged, f"{problem.anchor}: upgrade of {action.target} cites no merged PR"
+        assert set(merged) <= set(problem.fix_prs) | {s for p in real_problems() for s in p.fix_prs}
+
+
+def test_fixed_in_only_with_merged_fix_prs() -> None:
+    for problem in real_problems():
+        if problem.fixed_in:
+            assert problem.status == "fixed" and problem.fix_prs, problem.anchor
+
+
+def test_anchors_are_the_github_slugs_of_the_headings() -> None:
+    for problem in real_problems():
+        text = (REPO_ROOT / problem.doc).read_text(encoding="utf-8")
+        assert re.search(rf"^#+ {re.escape(problem.title)}$", text, flags=re.M), problem.anchor
+        assert problem.anchor == f"{problem.doc}#{github_slug(problem.title)}"
+
+
+def test_error_problems_list_their_exact_errors() -> None:
+    problem = problem_by_anchor(
+        real_problems(), "reference/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"
+    )
+    assert problem is not None and problem.kind == "error"
+    assert "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006" in problem.errors
+    assert any(a.kind == "avoid" and a.target == "ignore_eos" for a in problem.actions)
+    assert problem.status == "open" and not problem.fixed_in
