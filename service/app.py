@@ -11,7 +11,9 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
+from service.api.drain import DrainRefusedBody
 from service.api.errors import install_error_handlers
+from service.api.identity import IdentifyMiddleware
 from service.api.routes import lookup, status, ui
 from service.config import Settings, load_settings
 from service.models import Problem
@@ -74,6 +76,8 @@ def create_app(
             allow_methods=["GET", "POST"],
             allow_headers=["Authorization", "Content-Type"],
         )
+    app.add_middleware(DrainRefusedBody)  # a 413 reaches clients that send the whole body first (urllib)
+    app.add_middleware(IdentifyMiddleware, version=app.version)  # outermost: errors and CORS replies carry it
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -15,6 +15,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 """The checkout (or install prefix) that holds ``skill/`` and ``reference/``."""
 
+DEFAULT_PORT = 20120
+"""``serve``'s port: "20b / 120b", and no common LLM server's default (vLLM and Chroma 8000, llama.cpp and
+TGI 8080, SGLang 30000, Ollama 11434, LM Studio 1234), so it starts on a host that already serves gpt-oss."""
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -109,7 +113,7 @@ class Settings(BaseSettings):
         description="Sentence-transformers model folder; default the bundled all-MiniLM-L6-v2.",
     )
     host: str = Field(default="127.0.0.1", description="Address `serve` binds.")
-    port: int = Field(default=8000, ge=1, le=65535, description="Port `serve` binds.")
+    port: int = Field(default=DEFAULT_PORT, ge=1, le=65535, description="Port `serve` binds.")
     admin_token: SecretStr | None = Field(
         default=None, description="Bearer token for admin endpoints (re-sync, rebuild); unset disables them."
     )

@@ -213,10 +213,17 @@ class LookupResponse(BaseModel):
 
 
 class HealthResponse(BaseModel):
-    """Liveness and readiness in one: always 200 while the process runs."""
+    """Liveness: always 200 while the process runs (readiness is ``GET /ready``)."""
 
     status: Literal["ok", "degraded", "starting"]
     reasons: list[str] = Field(default=[], description="Why the service is degraded or still starting.")
+
+
+class ReadyResponse(BaseModel):
+    """Readiness: lookups can be answered (otherwise ``GET /ready`` answers 503 problem+json)."""
+
+    status: Literal["ready"] = "ready"
+    generation: str = Field(description="The index generation being served.")
 
 
 class RunOutcome(BaseModel):

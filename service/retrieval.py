@@ -35,6 +35,7 @@ from service.analysis.input import ParsedInput
 from service.calibration import CALIBRATION, Calibration
 
 log = logging.getLogger(__name__)
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import: index builds would log at INFO
 
 _DENSE_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dense-leg")
 """Shared by every Retriever generation; the engine bounds how many lookups run at once."""

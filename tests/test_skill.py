@@ -21,7 +21,9 @@ import skills_ref
 from click.testing import CliRunner
 from skills_ref.parser import parse_frontmatter
 
+from service.api.identity import SERVICE_HEADER
 from service.cli import main
+from service.config import DEFAULT_PORT
 from service.models import LookupResponse
 from service.skill_package import REFERENCE_DOCS, InvalidSkill, build_package, validate_package
 
@@ -280,9 +282,12 @@ class _Handler(BaseHTTPRequestHandler):
                     "detail": "Bearer token required",
                 },
             )
+        elif mode == "impostor":  # another program on the port answering JSON, without the identity header
+            self._send(200, "application/json", LookupResponse.model_validate(ANSWER).model_dump(mode="json"))
         else:
             self.send_response(502)
             self.send_header("Content-Type", "text/html")
+            self.send_header(SERVICE_HEADER, "test")
             self.end_headers()
             self.wfile.write(b"<html>Bad Gateway</html>")
 
@@ -290,6 +295,8 @@ class _Handler(BaseHTTPRequestHandler):
         data = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", content_type)
+        if self.server.mode != "impostor":  # type: ignore[attr-defined]
+            self.send_header(SERVICE_HEADER, "test")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -426,3 +433,81 @@ def test_lookup_script_uses_only_the_standard_library() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "GPTOSS_DOCTOR_URL" in result.stdout
+
+
+# --- which program answers, and logs over the limit -------------------------------------------------
+
+
+def _script_constants() -> dict[str, Any]:
+    tree = ast.parse(LOOKUP_SCRIPT.read_text(encoding="utf-8"))
+    return {
+        node.targets[0].id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+    }
+
+
+def test_script_defaults_follow_the_service() -> None:
+    from service.config import Settings
+
+    constants = _script_constants()
+    assert constants["DEFAULT_URL"] == f"http://127.0.0.1:{DEFAULT_PORT}"
+    assert constants["SERVICE_HEADER"] == SERVICE_HEADER
+    assert constants["MAX_BODY_BYTES"] == Settings.model_fields["max_body_bytes"].default
+
+
+class _OtherServer(BaseHTTPRequestHandler):
+    """Another program on the port: vLLM's JSON 404 for paths it does not serve."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        data = b'{"detail":"Not Found"}'
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (base class signature)
+        pass
+
+
+def test_another_program_on_the_port_counts_as_unreachable() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _OtherServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = _run(["HarmonyError"], url=_url(server))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.returncode == 2, result.stderr
+    assert "not gptoss-doctor" in result.stderr
+    assert "references/known-issues.md" in result.stderr
+
+
+def test_a_json_answer_without_the_identity_header_counts_as_unreachable(lookup_server: ThreadingHTTPServer) -> None:
+    lookup_server.mode = "impostor"  # type: ignore[attr-defined]
+    result = _run(["HarmonyError"], url=_url(lookup_server))
+    assert result.returncode == 2, result.stderr
+    assert "references/known-issues.md" in result.stderr
+    assert result.stdout == ""
+
+
+def test_a_log_over_the_limit_is_sent_as_its_tail(lookup_server: ThreadingHTTPServer) -> None:
+    lines = [f'INFO 12:00:{i % 60:02d} request {i} "quoted" ok' for i in range(80_000)]
+    lines.append("ERROR openai_harmony.HarmonyError: unexpected tokens remaining in message header")
+    log = "\n".join(lines) + "\n"
+    limit = _script_constants()["MAX_BODY_BYTES"]
+    assert len(log.encode()) > 3 * limit
+    result = _run(["-"], url=_url(lookup_server), stdin=log)
+    assert result.returncode == 0, result.stderr
+    assert "sending its last" in result.stderr
+    [request] = lookup_server.requests  # type: ignore[attr-defined]
+    sent = request["body"]["error"]
+    assert len(json.dumps(request["body"]).encode()) <= limit
+    assert len(sent) > limit // 2  # trimmed to the limit, not far below it
+    assert log.endswith(sent) and sent.startswith("INFO")  # the tail, starting at a whole line
+

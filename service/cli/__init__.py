@@ -59,5 +59,5 @@ def main() -> None:
       gptoss-doctor index                      # build the index offline (docs + bundled KB)
       gptoss-doctor lookup "Unexpected token 200002 while expecting start token 200006"
       docker logs vllm 2>&1 | tail -200 | gptoss-doctor lookup -
-      gptoss-doctor serve --port 8000
+      gptoss-doctor serve                      # http://127.0.0.1:20120
     """

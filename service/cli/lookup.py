@@ -155,7 +155,7 @@ def render(answer: LookupResponse, console: Console) -> None:
 @click.option(
     "--url",
     envvar="GPTOSS_DOCTOR_URL",
-    help="Ask a running service (e.g. http://127.0.0.1:8000) instead of the local index.",
+    help="Ask a running service (e.g. http://127.0.0.1:20120) instead of the local index.",
 )
 @click.option(
     "--token",
@@ -169,7 +169,7 @@ def lookup(text: str, top_k: int, repos: tuple[str, ...], as_json: bool, url: st
     Examples:
       gptoss-doctor lookup "Unexpected token 200002 while expecting start token 200006"
       docker logs vllm 2>&1 | tail -200 | gptoss-doctor lookup -
-      gptoss-doctor lookup --url http://127.0.0.1:8000 --json "HarmonyError: ..."
+      gptoss-doctor lookup --url http://127.0.0.1:20120 --json "HarmonyError: ..."
     """
     error = read_input(text)
     if not error.strip():

@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from service.config import DEFAULT_PORT
+
 M_ARENA_MAX = -8
 """glibc's mallopt() parameter number for the arena limit."""
 
@@ -36,9 +38,39 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
         return False
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why ``serve`` cannot listen on host:port, or None when it can.
+
+    Checked before anything loads: on a vLLM host the index would otherwise load for seconds only for
+    uvicorn to exit on "address already in use" without saying which knob moves the port.
+    """
+    import socket
+
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        return f"cannot resolve the bind address {host!r} ({exc.strerror}); set --host or GPTOSS_DOCTOR_HOST"
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: TIME_WAIT is no clash
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            return (
+                f"cannot listen on {host}:{port}: {reason} (another program, such as a model server, may hold "
+                f"it). Pick a free port with --port N or GPTOSS_DOCTOR_PORT=N, and point clients at it with "
+                f"GPTOSS_DOCTOR_URL=http://{host}:N."
+            )
+    return None
+
+
 @click.command()
 @click.option("--host", envvar="GPTOSS_DOCTOR_HOST", default="127.0.0.1", show_default=True, help="Bind address.")
-@click.option("--port", envvar="GPTOSS_DOCTOR_PORT", default=8000, show_default=True, type=click.IntRange(1, 65535))
+@click.option(
+    "--port", envvar="GPTOSS_DOCTOR_PORT", default=DEFAULT_PORT, show_default=True, type=click.IntRange(1, 65535)
+)
 @click.option(
     "--data-dir",
     envvar="GPTOSS_DOCTOR_DATA_DIR",
@@ -67,13 +99,11 @@ def serve(
 
     \b
     Examples:
-      gptoss-doctor serve --port 8000
+      gptoss-doctor serve                        # http://127.0.0.1:20120
+      gptoss-doctor serve --port 20121           # when 20120 is taken
       GPTOSS_DOCTOR_REINDEX_INTERVAL=6h GPTOSS_DOCTOR_ADMIN_TOKEN=... gptoss-doctor serve --host 0.0.0.0
       gptoss-doctor serve --chroma-url http://127.0.0.1:8001   # one of several replicas
     """
-    import uvicorn
-
-    from service.app import create_app
     from service.config import load_settings
     from service.errors import ConfigError
 
@@ -89,6 +119,13 @@ def serve(
         settings = load_settings(**overrides)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from exc
+    problem = port_problem(settings.host, settings.port)
+    if problem:
+        raise click.ClickException(problem)
+    import uvicorn
+
+    from service.app import create_app
+
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     limit_malloc_arenas()
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())

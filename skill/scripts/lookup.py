@@ -7,11 +7,12 @@ Usage:
   python scripts/lookup.py --json "unexpected tokens remaining in message header"
 
 Environment:
-  GPTOSS_DOCTOR_URL         service base URL (default http://127.0.0.1:8000)
+  GPTOSS_DOCTOR_URL         service base URL (default http://127.0.0.1:20120)
   GPTOSS_DOCTOR_READ_TOKEN  bearer token, when the service requires one for lookups
 
 Exit codes: 0 answer printed, 1 the service refused the request (e.g. 4xx problem+json),
-2 the service is unreachable (read references/known-issues.md instead).
+2 the service is unreachable, or what answers is not gptoss-doctor (read references/known-issues.md
+instead). A log over the service's body limit is sent as its tail, with a note on stderr.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-DEFAULT_URL = "http://127.0.0.1:8000"
+DEFAULT_URL = "http://127.0.0.1:20120"
+SERVICE_HEADER = "X-Gptoss-Doctor"
+"""Every gptoss-doctor response carries it; an answer without it comes from another program on the port."""
+MAX_BODY_BYTES = 1_048_576
+"""The service's default body limit (GPTOSS_DOCTOR_MAX_BODY_BYTES); a longer log is sent as its tail."""
 ENV_URL = "GPTOSS_DOCTOR_URL"
 ENV_TOKEN = "GPTOSS_DOCTOR_READ_TOKEN"
 CLIENT_ENV_VARS = (ENV_URL, ENV_TOKEN)
@@ -38,21 +43,47 @@ FALLBACK_HINT = (
 
 
 class Unreachable(Exception):
-    """The service did not answer at all (connection refused, DNS, timeout)."""
+    """gptoss-doctor did not answer: connection refused, DNS, timeout, or another program answered."""
 
 
 class Refused(Exception):
     """The service answered with an HTTP error."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, limit: int | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.limit = limit  # the service's body limit, when it refused the body as too large (413)
 
 
-def lookup(error: str, *, url: str, top_k: int, token: str | None, timeout: float) -> dict[str, Any]:
-    """POST the error to ``{url}/lookup`` and return the decoded JSON answer."""
+def fit_body(error: str, top_k: int, limit: int) -> tuple[bytes, str]:
+    """The JSON body and the error text it carries: the whole error, or its tail when the body would be
+    over ``limit`` bytes (a log's root cause is near its end). The tail starts at a line when it can."""
     body = json.dumps({"error": error, "top_k": top_k}).encode("utf-8")
+    while len(body) > limit and error:
+        keep = max(0, int(len(error) * (limit - 64) / len(body)) - 1)
+        error = error[len(error) - keep :] if keep else ""
+        newline = error.find("\n")
+        if 0 <= newline < len(error) // 10:  # a line boundary close to the cut: start there
+            error = error[newline + 1 :]
+        body = json.dumps({"error": error, "top_k": top_k}).encode("utf-8")
+    return body, error
+
+
+def _is_doctor(headers: Any) -> bool:
+    return headers is not None and headers.get(SERVICE_HEADER) is not None
+
+
+def lookup(
+    error: str, *, url: str, top_k: int, token: str | None, timeout: float, body: bytes | None = None
+) -> dict[str, Any]:
+    """POST the error to ``{url}/lookup`` and return the decoded JSON answer.
+
+    An answer without the ``X-Gptoss-Doctor`` header is not gptoss-doctor's (vLLM's 404 on the same
+    port, a proxy page): it raises Unreachable, like a closed port.
+    """
+    if body is None:
+        body = json.dumps({"error": error, "top_k": top_k}).encode("utf-8")
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -60,11 +91,19 @@ def lookup(error: str, *, url: str, top_k: int, token: str | None, timeout: floa
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             payload = response.read()
+            identified = _is_doctor(response.headers)
+            status = response.status
     except urllib.error.HTTPError as exc:
-        raise Refused(exc.code, _problem_message(exc.code, exc.read(), exc.headers.get("Content-Type"))) from exc
+        if not _is_doctor(exc.headers):
+            raise Unreachable(f"HTTP {exc.code} from a program that is not gptoss-doctor") from exc
+        raw = exc.read()
+        message = _problem_message(exc.code, raw, exc.headers.get("Content-Type"))
+        raise Refused(exc.code, message, _body_limit(raw) if exc.code == 413 else None) from exc
     except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise Unreachable(str(reason)) from exc
+    if not identified:
+        raise Unreachable(f"HTTP {status} from a program that is not gptoss-doctor")
     try:
         answer = json.loads(payload)
     except json.JSONDecodeError as exc:
@@ -72,6 +111,15 @@ def lookup(error: str, *, url: str, top_k: int, token: str | None, timeout: floa
     if not isinstance(answer, dict):
         raise Refused(200, "the service answered with JSON that is not an object")
     return answer
+
+
+def _body_limit(raw: bytes) -> int | None:
+    """``max_body_bytes`` from a 413 problem+json body, when the service said it."""
+    try:
+        limit = json.loads(raw).get("max_body_bytes")
+    except (ValueError, AttributeError):
+        return None
+    return limit if isinstance(limit, int) and limit > 0 else None
 
 
 def _problem_message(status: int, raw: bytes, content_type: str | None) -> str:
@@ -188,6 +236,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top-k", type=int, default=5, help="how many issues to return (1-50, default 5)")
     parser.add_argument("--url", default=None, help=f"service URL (default ${ENV_URL} or {DEFAULT_URL})")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for the answer")
+    parser.add_argument(
+        "--max-bytes",
+        type=int,
+        default=MAX_BODY_BYTES,
+        help=f"largest request body; a longer log is sent as its tail (default {MAX_BODY_BYTES}, the service's)",
+    )
     args = parser.parse_args(argv)
 
     text = sys.stdin.read() if args.error == "-" else args.error
@@ -199,8 +253,23 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_REFUSED
     url = args.url or os.environ.get(ENV_URL) or DEFAULT_URL
     token = os.environ.get(ENV_TOKEN) or None
+    limit = max(1024, args.max_bytes)
     try:
-        answer = lookup(text, url=url, top_k=args.top_k, token=token, timeout=args.timeout)
+        for attempt in (1, 2):  # a second time only when the service's limit is lower than ours
+            body, sent = fit_body(text, args.top_k, limit)
+            if len(sent) < len(text):
+                print(
+                    f"lookup.py: the input is over {limit:,} bytes as a request; sending its last "
+                    f"{len(sent):,} of {len(text):,} characters ({sent.count(chr(10)) + 1:,} lines).",
+                    file=sys.stderr,
+                )
+            try:
+                answer = lookup(text, url=url, top_k=args.top_k, token=token, timeout=args.timeout, body=body)
+                break
+            except Refused as exc:
+                if attempt == 2 or exc.status != 413 or exc.limit is None or exc.limit >= limit:
+                    raise
+                limit = max(1024, exc.limit)
     except Unreachable as exc:
         print(f"lookup.py: gptoss-doctor service unreachable at {url} ({exc}).", file=sys.stderr)
         print(f"lookup.py: {FALLBACK_HINT}", file=sys.stderr)

@@ -61,20 +61,22 @@ async def read_limited_body(request: Request, limit: int) -> bytes:
         except ValueError:
             raise BadInput("Content-Length must be a whole number of bytes.") from None
         if size > limit:
-            raise InputTooLarge(_too_large(limit), headers={"Connection": "close"})
+            raise _refuse(limit)
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise InputTooLarge(_too_large(limit), headers={"Connection": "close"})
+            raise _refuse(limit)
     return bytes(body)
 
 
-def _too_large(limit: int) -> str:
-    return (
+def _refuse(limit: int) -> InputTooLarge:
+    """The 413, with the limit as a member (``max_body_bytes``) so a client can resend a tail that fits."""
+    detail = (
         f"The body is over {limit:,} bytes. Send only the error and the last few hundred log lines "
         "(e.g. `... 2>&1 | tail -200`)."
     )
+    return InputTooLarge(detail, headers={"Connection": "close"}, extensions={"max_body_bytes": limit})
 
 
 def parse_lookup_request(

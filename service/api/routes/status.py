@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, Query
 from service.api.errors import PROBLEM_JSON
 from service.deps import RuntimeDep, SchedulerDep, require_admin_token, require_read_token
 from service.engine import index_info
-from service.errors import Busy
-from service.models import HealthResponse, IndexStatus, RunAccepted, SchedulerState
+from service.errors import Busy, NotReady
+from service.models import HealthResponse, IndexStatus, ReadyResponse, RunAccepted, SchedulerState
 from service.scheduler import RunKind
 
 router = APIRouter(tags=["status"])
@@ -18,11 +18,12 @@ router = APIRouter(tags=["status"])
 _PROBLEM = {"content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
 
 
-@router.get("/health", response_model=HealthResponse, summary="Liveness and readiness")
+@router.get("/health", response_model=HealthResponse, summary="Liveness")
 def health(runtime: RuntimeDep) -> HealthResponse:
     """Always 200 while the process runs: ``starting``, ``ok``, or ``degraded`` with the reasons.
 
-    A failed re-index degrades, never breaks, health: the last good index keeps serving.
+    A failed re-index degrades, never breaks, health: the last good index keeps serving. Probe this for
+    liveness (restart when it stops answering) and ``/ready`` for readiness (send traffic).
     """
     if runtime.engine is None:
         if runtime.state == "failed":
@@ -34,6 +35,24 @@ def health(runtime: RuntimeDep) -> HealthResponse:
     if last is not None and not last.get("ok"):
         reasons.append(f"last {last.get('kind')} run failed: {last.get('error')}; the previous index is serving")
     return HealthResponse(status="degraded" if reasons else "ok", reasons=reasons)
+
+
+@router.get(
+    "/ready",
+    response_model=ReadyResponse,
+    summary="Readiness",
+    responses={503: {"description": "Still loading (or retrying) the index; see Retry-After", **_PROBLEM}},
+)
+def ready(runtime: RuntimeDep) -> ReadyResponse:
+    """200 once lookups can be answered; 503 + Retry-After while the index loads or its store is retried.
+
+    Load balancers and compose or Kubernetes health checks probe this one, so no traffic arrives before
+    the first lookup could be served. Open, like ``/health``: it says nothing the 503 of a lookup would not.
+    """
+    engine = runtime.engine
+    if engine is None:
+        raise NotReady(runtime.not_ready_detail(), headers={"Retry-After": "2"})
+    return ReadyResponse(generation=str(engine.generation))
 
 
 @router.get(
