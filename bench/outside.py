@@ -17,11 +17,11 @@ import random
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.quality import Query, query_from_record
+from bench.quality import Outcome, Query, evaluate, query_from_record
 
 OUTSIDE_FILE = Path(__file__).resolve().parent / "outside" / "outside.jsonl"
 SPLITS = ("tune", "heldout")
@@ -41,6 +41,11 @@ def load_outside(split: str | None = None, path: Path = OUTSIDE_FILE) -> list[Qu
     if split is not None and split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     return [query_from_record(r) for r in load_records(path) if split is None or r.get("split") == split]
+
+
+def engines(records: Sequence[dict[str, Any]]) -> dict[str, str | None]:
+    """Query id -> the engine its report is about (``expect.engine``), None when the report names none."""
+    return {r["id"]: (r.get("expect") or {}).get("engine") for r in records}
 
 
 def assign_splits(records: Sequence[dict[str, Any]], seed: int = SPLIT_SEED) -> dict[str, str]:
@@ -129,6 +134,39 @@ def _split_problems(records: Sequence[dict[str, Any]]) -> list[str]:
     if abs(totals["tune"] - totals["heldout"]) > 1:
         problems.append(f"splits unbalanced: {dict(totals)}")
     return problems
+
+
+VARIANTS = ("pasted", "in-log")
+
+
+def evaluate_outside(
+    systems: dict[str, Callable[[Query], Outcome]],
+    *,
+    limit: int | None = None,
+    path: Path = OUTSIDE_FILE,
+) -> dict[str, Any]:
+    """Metrics of each system per split (tune, heldout) and variant (pasted, in-log), plus misses.
+
+    ``systems`` maps a name to a callable as in :func:`bench.quality.evaluate`; ``limit`` keeps an
+    even sample of at most that many queries per split (the bench's ``--quick``).
+    """
+    from bench.outside_log import in_log
+    from bench.phases import subset
+
+    records = load_records(path)
+    engine_of = engines(records)
+    out: dict[str, Any] = {"file": str(path.name), "misses": {}}
+    for split in SPLITS:
+        pasted = subset(load_outside(split, path), limit)
+        for variant, queries in (("pasted", pasted), ("in-log", in_log(pasted, engine_of))):
+            row: dict[str, Any] = {"queries": len(queries)}
+            for name, system in systems.items():
+                metrics = evaluate(queries, system)
+                row[name] = metrics.as_dict()
+                if name == "pipeline":
+                    out["misses"][f"{split}/{variant}"] = metrics.misses
+            out.setdefault(split, {})[variant] = row
+    return out
 
 
 def _write_splits(path: Path) -> None:

@@ -1,7 +1,8 @@
 """Retrieval quality on the labelled eval sets: the full pipeline against two baselines, in one run.
 
 Metrics (see ../shared/eval/README.md): hit@1, hit@5 and MRR@10 over queries with relevant ids; the
-negatives' rate of answers without a high-confidence issue; origin accuracy over queries that state
+negatives' rate of answers without a high-confidence issue; the positives' rate of answers that rate
+an issue high which is not a relevant one (a wrong "high"); origin accuracy over queries that state
 ``expect.side``; advice hit rate over queries that state ``expect.advice_any``.
 
 Baselines: plain BM25 over the cards (title + signatures + summary/cause/fix + flags, the whole query
@@ -46,6 +47,8 @@ class Outcome:
     high_confidence: bool = False
     side: str | None = None
     answer_text: str = ""
+    high_ids: list[str] = field(default_factory=list)
+    """Issues rated high; a positive counts as a wrong high when one of them is not a relevant id."""
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Metrics:
     mrr10: float = 0.0
     negatives: int = 0
     negatives_no_match: float | None = None
+    positives_wrong_high: float | None = None
     origin_n: int = 0
     origin_accuracy: float | None = None
     advice_n: int = 0
@@ -93,7 +97,7 @@ def load_queries(name: str, eval_dir: Path = EVAL_DIR) -> list[Query]:
 def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Metrics:
     """Run a system over the queries and aggregate the metrics."""
     m = Metrics()
-    origin_ok = advice_ok = negatives_ok = 0
+    origin_ok = advice_ok = negatives_ok = wrong_high = 0
     for q in queries:
         out = system(q)
         if q.relevant:
@@ -108,6 +112,10 @@ def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Me
                 m.mrr10 += 1 / (rank + 1)
             if rank is None or rank > 0:
                 m.misses.append(f"{q.id} rank={rank} top={out.ranked[:3]} want={q.relevant[:3]}")
+            wrong = [i for i in out.high_ids if i not in relevant]
+            if wrong:
+                wrong_high += 1
+                m.misses.append(f"{q.id} positive with a wrong high-confidence issue: {wrong[:2]}")
         if q.no_match:
             m.negatives += 1
             negatives_ok += not out.high_confidence
@@ -127,6 +135,7 @@ def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Me
     if m.n:
         m.hit1, m.hit5, m.mrr10 = m.hit1 / m.n, m.hit5 / m.n, m.mrr10 / m.n
     m.negatives_no_match = negatives_ok / m.negatives if m.negatives else None
+    m.positives_wrong_high = wrong_high / m.n if m.n else None
     m.origin_accuracy = origin_ok / m.origin_n if m.origin_n else None
     m.advice_hit = advice_ok / m.advice_n if m.advice_n else None
     return m
@@ -191,6 +200,7 @@ class PipelineSystem:
         return Outcome(
             ranked=[issue.id for issue in answer.issues],
             high_confidence=any(issue.confidence == "high" for issue in answer.issues),
+            high_ids=[issue.id for issue in answer.issues if issue.confidence == "high"],
             side=answer.analysis.origin.side,
             answer_text="\n".join(parts),
         )

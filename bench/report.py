@@ -107,6 +107,7 @@ def targets(r: dict[str, Any]) -> list[Target]:
     )
     for name, m in (("dev.jsonl", dev), ("dev-hard.jsonl", hard)):
         out.append(_check(f"{name} origin accuracy", ">= 0.9", m.get("origin_accuracy"), lambda v: v >= 0.9))
+    out += outside_targets(r)
     load = _get(r, "load") or {}
     out.append(
         _check(
@@ -130,6 +131,60 @@ def targets(r: dict[str, Any]) -> list[Target]:
         )
     )
     return out
+
+
+OUTSIDE_BARS: tuple[tuple[str, str, str, float, bool], ...] = (
+    ("pasted", "hit1", "hit@1", 0.80, True),
+    ("pasted", "hit5", "hit@5", 0.95, True),
+    ("in-log", "hit1", "hit@1", 0.75, True),
+    ("in-log", "hit5", "hit@5", 0.90, True),
+    ("pasted", "origin_accuracy", "origin accuracy", 0.90, True),
+    ("pasted", "negatives_no_match", "negatives without a high issue", 0.95, True),
+    ("in-log", "negatives_no_match", "negatives without a high issue", 0.95, True),
+    ("pasted", "positives_wrong_high", "positives with a wrong high issue", 0.05, False),
+    ("in-log", "positives_wrong_high", "positives with a wrong high issue", 0.05, False),
+)
+"""Issue 12's targets, judged on the outside set's held-out half: (variant, metric, label, bar, at least)."""
+
+
+def outside_targets(r: dict[str, Any]) -> list[Target]:
+    """Issue 12's targets on the held-out half of the outside set (the tune half is for tuning)."""
+    out = []
+    for variant, metric, label, bar, at_least in OUTSIDE_BARS:
+        value = _get(r, "quality", "outside", "heldout", variant, "pipeline", metric)
+        name, sign = f"outside set, held out, {variant}: {label}", ">=" if at_least else "<="
+        if value is None:
+            out.append(Target(name, f"{sign} {bar:.2f}", "not measured", None))
+        else:
+            out.append(Target(name, f"{sign} {bar:.2f}", _fmt(value), value >= bar if at_least else value <= bar))
+    return out
+
+
+def _outside_rows(r: dict[str, Any]) -> list[list[Any]]:
+    rows = []
+    for split in ("tune", "heldout"):
+        for variant in ("pasted", "in-log"):
+            cell = _get(r, "quality", "outside", split, variant) or {}
+            for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
+                x = cell.get(system)
+                if not x:
+                    continue
+                scored = system == "pipeline"  # BM25 has no confidence and no origin
+                rows.append(
+                    [
+                        split,
+                        variant,
+                        label,
+                        f"{x.get('n')} + {x.get('negatives')} neg",
+                        _fmt(x.get("hit1")),
+                        _fmt(x.get("hit5")),
+                        _fmt(x.get("mrr10")),
+                        _fmt(x.get("origin_accuracy")) if scored else "n/a",
+                        _fmt(x.get("negatives_no_match")) if scored else "n/a",
+                        _fmt(x.get("positives_wrong_high")) if scored else "n/a",
+                    ]
+                )
+    return rows
 
 
 def _brief(value: Any) -> str:
@@ -216,6 +271,31 @@ def markdown(r: dict[str, Any]) -> str:
             )
     lines += _table(header, rows)
     lines += ["Baselines see no negatives' notion of confidence, origin or advice (n/a).", ""]
+
+    outside_rows = _outside_rows(r)
+    if outside_rows:
+        lines += ["## Outside set (public reports outside the KB; `bench/outside/README.md`)", ""]
+        lines += _table(
+            [
+                "split",
+                "input",
+                "system",
+                "queries",
+                "hit@1",
+                "hit@5",
+                "MRR@10",
+                "origin",
+                "negatives no high",
+                "positives wrong high",
+            ],
+            outside_rows,
+        )
+        lines += [
+            "`pasted` is the error or symptom as the user gave it; `in-log` is the same inside ~120 lines of its "
+            "engine's ordinary log (`bench/outside_log.py`). Tune on `tune` only; `heldout` is the figure "
+            "that counts.",
+            "",
+        ]
 
     lines += ["## Latency of POST /lookup (served app, loopback)", ""]
     lat = r.get("latency") or {}

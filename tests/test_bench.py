@@ -256,3 +256,59 @@ def test_outside_validation_reports_each_kind_of_bad_record() -> None:
     assert "is a bundled card" in problems and "not a bundled card" in problems
     flipped = [dict(records[0], split="heldout" if records[0]["split"] == "tune" else "tune"), records[1]]
     assert "seeded draw" in " | ".join(validate(flipped, ["vllm-project/vllm#1"]))
+
+
+def test_in_log_variant_buries_each_query_once_in_its_engines_log() -> None:
+    from bench.outside import engines, load_outside, load_records
+    from bench.outside_log import LOG_LINES, bury, in_log
+
+    records = load_records()
+    queries = load_outside()
+    engine_of = engines(records)
+    logs = in_log(queries, engine_of)
+    assert [q.id for q in logs] == [q.id for q in queries]
+    assert in_log(queries, engine_of) == logs  # deterministic: runs compare
+    for pasted, logged in zip(queries, logs, strict=True):
+        assert logged.relevant == pasted.relevant and logged.no_match == pasted.no_match
+        assert logged.text.count(pasted.text) == 1
+        assert abs(len(logged.text.splitlines()) - LOG_LINES) <= 5
+        start = logged.text.index(pasted.text) / len(logged.text)
+        assert 0.3 < start < 0.95  # after the start-up block, amid the traffic
+    by_id = {q.id: q for q in queries}
+    ollama = next(qid for qid, e in engine_of.items() if e == "ollama")
+    assert "[GIN]" in bury(by_id[ollama], "ollama") and "APIServer" not in bury(by_id[ollama], "ollama")
+    unrelated = next(q for q in queries if q.category == "negative-unrelated")
+    assert "gpt-oss" not in bury(unrelated, "vllm").replace(unrelated.text, "")
+    assert bury(unrelated, "vllm", seed=1) != bury(unrelated, "vllm", seed=2)
+
+
+def test_wrong_high_counts_positives_rated_high_on_an_irrelevant_issue() -> None:
+    from bench.quality import Outcome, evaluate
+
+    queries = [
+        Query("a", "error", "x", ["o/r#1"], None, [], False),
+        Query("b", "error", "y", ["o/r#2"], None, [], False),
+        Query("c", "negative-unrelated", "z", [], None, [], True),
+    ]
+    answers = {
+        "a": Outcome(ranked=["o/r#1"], high_confidence=True, high_ids=["o/r#1"]),
+        "b": Outcome(ranked=["o/r#9", "o/r#2"], high_confidence=True, high_ids=["o/r#9"]),
+        "c": Outcome(ranked=["o/r#3"], high_confidence=True, high_ids=["o/r#3"]),
+    }
+    m = evaluate(queries, lambda q: answers[q.id])
+    assert m.positives_wrong_high == 0.5 and m.negatives_no_match == 0.0 and m.hit1 == 0.5
+
+
+def test_outside_targets_and_table_read_the_heldout_figures() -> None:
+    cell = {"n": 17, "negatives": 11, "hit1": 0.5, "hit5": 0.9, "mrr10": 0.6, "origin_accuracy": 0.95}
+    cell |= {"negatives_no_match": 1.0, "positives_wrong_high": 0.1}
+    split = {v: {"queries": 28, "pipeline": cell, "bm25": dict(cell)} for v in ("pasted", "in-log")}
+    r = _results(quality={"outside": {"tune": split, "heldout": split}})
+    got = _by_name(r)
+    assert got["outside set, held out, pasted: hit@1"] is False
+    assert got["outside set, held out, pasted: origin accuracy"] is True
+    assert got["outside set, held out, in-log: positives with a wrong high issue"] is False
+    assert _by_name(_results())["outside set, held out, pasted: hit@1"] is None
+    r["targets"] = [t.as_dict() for t in targets(r)]
+    text = markdown(r)
+    assert "## Outside set" in text and "| heldout | in-log | BM25 over cards | 17 + 11 neg |" in text
