@@ -13,6 +13,7 @@ Phases, in order (each in a fresh temp data dir, nothing outside it is written):
    (``tests/github_fake.py``); the second sync's request count is the idle cost.
 3. Quality: the full pipeline through ``LookupEngine`` on the built index, BM25 and dense baselines,
    on ``dev.jsonl`` and ``dev-hard.jsonl`` (``GPTOSS_DOCTOR_EVAL_DIR``, default ``../shared/eval``);
+   the pipeline and BM25 on the outside set (``bench/outside/``), per split and pasted / in-log;
    then a stage breakdown and a cProfile of in-process lookups.
 4. ``gptoss-doctor serve`` on a free 127.0.0.1 port: cold start, one client over distinct queries
    with the naive embedding step, ``SentenceTransformer(bundled).encode([q])``, timed on the same text
