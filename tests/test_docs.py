@@ -374,3 +374,24 @@ def test_readme_has_exactly_the_two_quickstart_commands() -> None:
     assert blocks[:2] == ["bash .ci/setup && .venv/bin/gptoss-doctor index", "bash .ci/run"]
     run = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "bash .ci/setup" in run and "pytest" in run
+
+
+def test_skill_links_resolve_to_headings_of_the_packaged_references() -> None:
+    """SKILL.md links `references/x.md#anchor` (the package layout); each must be a heading of reference/x.md."""
+    text = SKILL_MD.read_text(encoding="utf-8")
+    links = re.findall(r"\]\((references/[^)#\s]+)(?:#([^)\s]+))?\)", text)
+    assert len([anchor for _, anchor in links if anchor]) >= 15, "the quick map should link real anchors"
+    for target, anchor in links:
+        linked = REPO_ROOT / target.replace("references/", "reference/", 1)
+        assert linked.is_file(), f"SKILL.md links to missing {target}"
+        if anchor:
+            assert anchor in {github_slug(t) for _, t in headings(linked)}, f"SKILL.md links to missing #{anchor}"
+
+
+def test_known_issues_has_a_table_of_contents_linking_every_section() -> None:
+    path = REPO_ROOT / "reference" / "known-issues.md"
+    text = path.read_text(encoding="utf-8")
+    contents = text.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    linked = set(re.findall(r"\]\(#([^)]+)\)", contents))
+    sections = {github_slug(t) for level, t in headings(path) if level in (2, 3) and t != "Contents"}
+    assert sections - linked == set()

@@ -245,3 +245,23 @@ def test_error_problems_list_their_exact_errors() -> None:
     assert "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006" in problem.errors
     assert any(a.kind == "avoid" and a.target == "ignore_eos" for a in problem.actions)
     assert problem.status == "open" and not problem.fixed_in
+
+
+def test_every_known_issues_section_is_a_problem() -> None:
+    text = (REPO_ROOT / "reference" / "known-issues.md").read_text(encoding="utf-8")
+    titles = re.findall(r"^### (.+)$", text, flags=re.M)
+    parsed = {p.title for p in real_problems() if p.doc == "reference/known-issues.md"}
+    assert titles and [t for t in titles if t not in parsed] == []
+    assert all(p.kind == "error" for p in real_problems() if p.doc == "reference/known-issues.md")
+
+
+def test_every_error_problem_has_an_action_or_says_why_not() -> None:
+    for problem in real_problems():
+        if problem.kind == "error" and not problem.actions:
+            assert problem.status in {"unknown", "open"}, problem.anchor
+
+
+def test_seed_assistantary_error_has_its_own_section() -> None:
+    matching = [p for p in real_problems() if "openai_harmony.HarmonyError: Unknown role: assistantary" in p.errors]
+    assert len(matching) == 1
+    assert "vllm-project/vllm#29044" in matching[0].sources and matching[0].actions
