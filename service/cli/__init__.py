@@ -17,6 +17,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "skill": ("service.cli.skill", "skill"),
     "mcp": ("service.cli.mcp", "mcp"),
     "doctor": ("service.cli.doctor", "doctor"),
+    "check": ("service.cli.check", "check"),
 }
 
 _SHORT_HELP = {
@@ -26,6 +27,7 @@ _SHORT_HELP = {
     "skill": "Package the Agent Skill.",
     "mcp": "Serve the MCP tools over stdio.",
     "doctor": "Check the local setup and say how to fix each problem.",
+    "check": "Check a vllm serve command, a request body or a model folder before it fails.",
 }
 
 

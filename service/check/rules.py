@@ -1,0 +1,209 @@
+"""Findings: the known problems' actions, tested against one setup.
+
+There is no second copy of the knowledge here. Each action in a reference-doc block says what to do
+(``set``, ``unset``, ``avoid``, ``upgrade``, ``check``), to what (``target`` and ``value``) and
+``when``; this module only knows what those words mean. ``workaround`` actions are advice for after
+a failure and are never checked.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from packaging.version import Version
+
+from service.check.conditions import WARN_WHEN_UNKNOWN, condition, target_value
+from service.check.facts import InputKind, Setup, parse_version
+
+Severity = Literal["error", "warning", "info"]
+SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
+
+
+class ActionLike(Protocol):
+    """The fields of ``indexer.problems.Action`` a rule reads."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def when(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def sources(self) -> tuple[str, ...]: ...
+
+
+class ProblemLike(Protocol):
+    """The fields of ``indexer.problems.Problem`` a rule reads."""
+
+    @property
+    def anchor(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def actions(self) -> tuple[ActionLike, ...]: ...
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing about the setup that a known problem says to change."""
+
+    severity: Severity
+    problem: str
+    """The reference section, ``reference/<doc>.md#anchor``."""
+    title: str
+    message: str
+    kind: str
+    target: str
+    value: str | None
+    when: str
+    applies_to: str | None
+    """The version range the finding holds for, e.g. ``vllm < 0.10.2``; None when it holds for all."""
+    sources: tuple[str, ...]
+
+
+CHECKED_KINDS = frozenset({"set", "unset", "avoid", "upgrade", "check"})
+
+_COMPARISON = re.compile(r"^(>=|<=|!=|>|<|==)?\s*(.+)$")
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+    "!=": operator.ne,
+    "==": operator.eq,
+}
+
+
+def matches(actual: str, expected: str | None) -> bool:
+    """Does a setup's value satisfy an action's ``value`` (``openai``, ``true``, ``>1``, ``!=0``)?
+
+    Without an expected value any setting matches. Numbers compare as numbers, the rest as
+    case-insensitive text; ``a|b`` accepts either.
+    """
+    if expected is None:
+        return True
+    if "|" in expected:
+        return any(matches(actual, option) for option in expected.split("|"))
+    parsed = _COMPARISON.match(expected.strip())
+    if parsed is None:
+        return False
+    op, want = parsed.group(1) or "==", parsed.group(2).strip()
+    try:
+        return _OPS[op](float(actual), float(want))
+    except ValueError:
+        pass
+    if op == "!=":
+        return actual.strip().lower() != want.lower()
+    return op == "==" and actual.strip().lower() == want.lower()
+
+
+def _observable(target: str, setup: Setup) -> bool:
+    """Whether this kind of input can show ``target`` at all (a request shows no server flag)."""
+    if target.startswith("--"):
+        return setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE}
+    if target.isupper() or "_" in target and target.upper() == target:
+        return setup.kind is InputKind.COMMAND
+    if target in {"vllm", "openai-harmony", "transformers"}:
+        return setup.version(target) is not None
+    if target.endswith((".json", ".jinja")):
+        return setup.kind is InputKind.MODEL
+    return setup.kind in {InputKind.REQUEST, InputKind.COMMAND}
+
+
+def _severity(state: bool | None, when: str) -> Severity | None:
+    if state is True:
+        return "error"
+    if state is None and when in WARN_WHEN_UNKNOWN:
+        return "warning"
+    return None
+
+
+def evaluate(setup: Setup, problems: Iterable[ProblemLike]) -> list[Finding]:
+    """Every finding for this setup, errors first, one per (kind, target) however many sections say it."""
+    findings: dict[tuple[str, str], Finding] = {}
+    for problem in problems:
+        for action in problem.actions:
+            if action.kind not in CHECKED_KINDS or not _observable(action.target, setup):
+                continue
+            finding = _evaluate_action(setup, problem, action)
+            if finding is None:
+                continue
+            key = (finding.kind, finding.target)
+            kept = findings.get(key)
+            if kept is None or SEVERITY_ORDER[finding.severity] < SEVERITY_ORDER[kept.severity]:
+                findings[key] = finding
+            elif SEVERITY_ORDER[finding.severity] == SEVERITY_ORDER[kept.severity]:
+                merged = tuple(dict.fromkeys([*kept.sources, *finding.sources]))
+                findings[key] = Finding(**{**kept.__dict__, "sources": merged})
+    return sorted(findings.values(), key=lambda f: (SEVERITY_ORDER[f.severity], f.problem, f.target))
+
+
+def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> Finding | None:
+    state = condition(action.when, setup)
+    if state is False:
+        return None
+    actual = target_value(action.target, setup)
+    applies_to: str | None = None
+    if action.kind == "set":
+        if actual is not None and matches(actual, action.value):
+            return None
+        severity = _severity(state, action.when)
+    elif action.kind in {"avoid", "unset"}:
+        if actual is None or not matches(actual, action.value):
+            return None
+        severity = "error" if state is not None else "warning"
+    elif action.kind == "upgrade":
+        have, need = parse_version(actual), parse_version(action.value)
+        if have is None or need is None or have >= need:
+            return None
+        severity = _severity(state, action.when) or "warning"
+        applies_to = f"{action.target} < {need}"
+    else:  # check: a model file's content
+        severity = _check_file(setup, action)
+        if severity is None:
+            return None
+    if severity is None:
+        return None
+    return Finding(
+        severity=severity,
+        problem=problem.anchor,
+        title=problem.title,
+        message=action.text,
+        kind=action.kind,
+        target=action.target,
+        value=action.value,
+        when=action.when,
+        applies_to=applies_to,
+        sources=(problem.anchor, *action.sources),
+    )
+
+
+def _check_file(setup: Setup, action: ActionLike) -> Severity | None:
+    """``check`` on a model file: ``generation_config.json`` with value ``eos_token_id ⊇ a,b``-style ids.
+
+    The value lists the ids (``200002,200012``) that must all be in the file's ``eos_token_id``.
+    """
+    if action.target == "generation_config.json":
+        config = setup.generation_config
+        if config is None or not action.value:
+            return None
+        eos = config.get("eos_token_id")
+        have = set(eos) if isinstance(eos, list) else {eos}
+        need = {int(x) for x in re.findall(r"\d{3,7}", action.value)}
+        return "error" if not need <= have else None
+    return None
+
+
+def version_gate(applies_to: str | None) -> Version | None:
+    """The version in an ``applies_to`` range, for display and sorting."""
+    if not applies_to:
+        return None
+    return parse_version(applies_to.rsplit(" ", 1)[-1])

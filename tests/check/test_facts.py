@@ -1,0 +1,104 @@
+"""Reading setups: command lines, vLLM's start-up args line, request bodies and model folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from service.check.facts import Api, CheckInputError, InputKind, read_model_folder, read_setup
+
+
+def test_command_line_with_env_continuations_and_values() -> None:
+    setup = read_setup(
+        "HF_HUB_OFFLINE=1 VLLM_ATTENTION_BACKEND=TRITON_ATTN \\\n"
+        "  vllm serve openai/gpt-oss-20b --tool-call-parser=openai --enable-auto-tool-choice \\\n"
+        "  --max-model-len 32768 --stream-interval 4"
+    )
+    assert setup.kind is InputKind.COMMAND
+    assert setup.model == "openai/gpt-oss-20b"
+    assert setup.env == {"HF_HUB_OFFLINE": "1", "VLLM_ATTENTION_BACKEND": "TRITON_ATTN"}
+    assert setup.flags == {
+        "--tool-call-parser": "openai",
+        "--enable-auto-tool-choice": "true",
+        "--max-model-len": "32768",
+        "--stream-interval": "4",
+    }
+
+
+def test_docker_run_env_and_export_lines() -> None:
+    setup = read_setup(
+        "export TIKTOKEN_ENCODINGS_BASE=/vocab\n"
+        "docker run --gpus all -e HF_HUB_OFFLINE=1 vllm/vllm-openai:v0.11.0 serve openai/gpt-oss-120b "
+        "--reasoning-parser openai_gptoss"
+    )
+    assert setup.env["TIKTOKEN_ENCODINGS_BASE"] == "/vocab"
+    assert setup.env["HF_HUB_OFFLINE"] == "1"
+    assert setup.flags["--reasoning-parser"] == "openai_gptoss"
+    assert setup.model == "openai/gpt-oss-120b"
+
+
+def test_args_line_keys_become_flags_and_version_is_read() -> None:
+    setup = read_setup(
+        "(APIServer pid=1) INFO 09-12 [api_server.py:1805] vLLM API server version 0.10.1.1\n"
+        "(APIServer pid=1) INFO 09-12 [utils.py:326] non-default args: {'model_tag': 'openai/gpt-oss-120b', "
+        "'enable_auto_tool_choice': True, 'tool_call_parser': 'openai', 'max_model_len': 32768}"
+    )
+    assert setup.kind is InputKind.ARGS_LINE
+    assert setup.model == "openai/gpt-oss-120b"
+    assert setup.flags == {
+        "--enable-auto-tool-choice": "true",
+        "--tool-call-parser": "openai",
+        "--max-model-len": "32768",
+    }
+    assert str(setup.version("vllm")) == "0.10.1.1"
+
+
+def test_request_bodies_name_their_api() -> None:
+    chat = read_setup(json.dumps({"model": "openai/gpt-oss-20b", "messages": [], "ignore_eos": True}))
+    responses = read_setup(json.dumps({"model": "openai/gpt-oss-20b", "input": "hi"}))
+    assert (chat.kind, chat.api) == (InputKind.REQUEST, Api.CHAT)
+    assert (responses.kind, responses.api) == (InputKind.REQUEST, Api.RESPONSES)
+    assert chat.request is not None and chat.request["ignore_eos"] is True
+
+
+def test_generation_config_text_is_a_model_setup() -> None:
+    setup = read_setup(json.dumps({"eos_token_id": [200002, 199999], "bos_token_id": 199998}))
+    assert setup.kind is InputKind.MODEL
+    assert setup.generation_config == {"eos_token_id": [200002, 199999], "bos_token_id": 199998}
+
+
+def test_model_folder_reads_configs_and_template(tmp_path: Path) -> None:
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [200002, 199999, 200012]}))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt_oss"}))
+    (tmp_path / "chat_template.jinja").write_text("{{ messages }}")
+    setup = read_model_folder(tmp_path)
+    assert setup.kind is InputKind.MODEL
+    assert setup.generation_config == {"eos_token_id": [200002, 199999, 200012]}
+    assert setup.model_config == {"model_type": "gpt_oss"}
+    assert setup.chat_template == "{{ messages }}"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "nothing to check"),
+        ("   \n", "nothing to check"),
+        ('{"messages": [', "does not parse"),
+        ('{"foo": 1}', "neither a request body"),
+        ("hello world", "could not tell"),
+        ("vllm serve model --chat-template 'unclosed", "unclosed quote"),
+        ("non-default args: {'a': ", "does not parse"),
+        ('{"messages": [], "max_tokens": ' + "9" * 5000 + "}", "digits"),
+        ("x" * 300_000, "at most"),
+    ],
+)
+def test_bad_input_is_a_clear_error(text: str, says: str) -> None:
+    with pytest.raises(CheckInputError, match=says):
+        read_setup(text)
+
+
+def test_a_folder_without_configs_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CheckInputError, match="model folder"):
+        read_model_folder(tmp_path)
