@@ -10,7 +10,7 @@ input does not say, e.g. a command line says nothing about whether requests carr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from service.check.facts import Api, InputKind, Setup
@@ -22,6 +22,9 @@ _BUILTIN_TOOL_TYPES = frozenset(
 _OFFLINE_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 _MIRROR_ENV = ("HF_ENDPOINT",)
 _TRUE = {"1", "true", "yes", "on"}
+_HISTORY_ITEM_TYPES = frozenset({"function_call", "function_call_output", "reasoning", "message"})
+_OPENAI_WEIGHTS = re.compile(r"^(?:openai/)?gpt-oss-(?:20b|120b)$", re.I)
+BENCHMARK_PROGRAMS = frozenset({"vllm bench", "guidellm", "benchmark_serving.py"})
 
 
 def _request(setup: Setup) -> dict[str, Any]:
@@ -59,22 +62,6 @@ def _streaming(setup: Setup) -> bool | None:
     return None if setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE} else False
 
 
-def _responses_api(setup: Setup) -> bool | None:
-    if setup.kind is InputKind.REQUEST:
-        return setup.api is Api.RESPONSES
-    return None if setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE} else False
-
-
-def _responses_store(setup: Setup) -> bool | None:
-    """A Responses request that relies on the response store (store defaults to true there)."""
-    if setup.kind is not InputKind.REQUEST:
-        return None if setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE} else False
-    request = _request(setup)
-    if setup.api is not Api.RESPONSES:
-        return False
-    return bool(request.get("store", True) or request.get("background") or request.get("previous_response_id"))
-
-
 def _offline(setup: Setup) -> bool | None:
     if any(setup.env.get(name, "").lower() in _TRUE for name in _OFFLINE_ENV):
         return True
@@ -84,9 +71,63 @@ def _offline(setup: Setup) -> bool | None:
 
 
 def _benchmark(setup: Setup) -> bool | None:
-    if setup.kind is InputKind.COMMAND and "--ignore-eos" in setup.flags:
-        return True
+    if setup.kind is InputKind.COMMAND:
+        return setup.program in BENCHMARK_PROGRAMS or "--ignore-eos" in setup.flags
     return None
+
+
+def _tool_choice_required(setup: Setup) -> bool | None:
+    if setup.kind is InputKind.REQUEST:
+        return str(_request(setup).get("tool_choice", "")).lower() == "required"
+    return None
+
+
+def _multi_turn(setup: Setup) -> bool | None:
+    """A request that carries earlier assistant turns (or Responses items) back to the server."""
+    if setup.kind is not InputKind.REQUEST:
+        return None
+    request = _request(setup)
+    history = request.get("messages") if setup.api is Api.CHAT else request.get("input")
+    if not isinstance(history, list):
+        return bool(request.get("previous_response_id"))
+    return any(
+        isinstance(item, dict) and (item.get("role") == "assistant" or item.get("type") in _HISTORY_ITEM_TYPES)
+        for item in history
+    )
+
+
+def _api_is(api: Api) -> Callable[[Setup], bool | None]:
+    def _condition(setup: Setup) -> bool | None:
+        if setup.kind is InputKind.REQUEST:
+            return setup.api is api
+        return None
+
+    return _condition
+
+
+def _custom_checkpoint(setup: Setup) -> bool | None:
+    """Weights other than OpenAI's own release (fine-tuned, merged, converted, re-quantised)."""
+    if not setup.model:
+        return None
+    return not _OPENAI_WEIGHTS.match(setup.model)
+
+
+def _multi_gpu(setup: Setup) -> bool | None:
+    if setup.kind not in {InputKind.COMMAND, InputKind.ARGS_LINE}:
+        return None
+    for flag in ("--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "--data-parallel-size"):
+        value = setup.flags.get(flag)
+        if value is not None and value.isdigit() and int(value) > 1:
+            return True
+    return setup.flags.get("--enable-expert-parallel") == "true" or False
+
+
+def _unknown(setup: Setup) -> bool | None:
+    return None
+
+
+def _never(setup: Setup) -> bool | None:
+    return False
 
 
 def _always(setup: Setup) -> bool | None:
@@ -96,24 +137,54 @@ def _always(setup: Setup) -> bool | None:
 CONDITIONS: dict[str, Callable[[Setup], bool | None]] = {
     "always": _always,
     "tools": _uses_tools,
-    "builtin-tools": _builtin_tools,
+    "built-in-tools": _builtin_tools,
+    "tool-choice-required": _tool_choice_required,
     "reasoning": _reasoning,
+    "multi-turn": _multi_turn,
     "streaming": _streaming,
-    "responses-api": _responses_api,
-    "responses-store": _responses_store,
+    "chat-completions": _api_is(Api.CHAT),
+    "responses-api": _api_is(Api.RESPONSES),
     "offline": _offline,
     "benchmark": _benchmark,
+    "custom-checkpoint": _custom_checkpoint,
+    "multi-gpu": _multi_gpu,
+    # Not visible in a command, an args line, a request or model files: such rules never fire here.
+    "offline-inference": _unknown,
+    "gpu": _unknown,
+    "install": _unknown,
+    "langchain": _unknown,
+    "litellm": _unknown,
+    "openai-agents": _unknown,
+    "codex": _unknown,
+    "pydantic-ai": _unknown,
+    # check reads vLLM setups: rules for code that drives openai-harmony itself do not apply.
+    "non-vllm": _never,
 }
-"""Every ``when`` the reference docs may use. A test checks the docs use no other."""
+"""Every ``when`` of the reference docs (``indexer.problems.WHENS``); a test checks they match."""
 
 WARN_WHEN_UNKNOWN = frozenset({"tools", "reasoning"})
 """Conditions a server start-up should prepare for even when the input cannot tell (most gpt-oss
 deployments serve tool calls and want reasoning apart). Others, unknown, raise nothing."""
 
 
-def condition(name: str, setup: Setup) -> bool | None:
-    """The value of one ``when`` condition for this setup; KeyError names an unknown condition."""
-    return CONDITIONS[name](setup)
+def conditions_hold(names: Iterable[str], setup: Setup) -> bool | None:
+    """All of an action's ``when`` conditions, three-valued: False if one fails, True if all hold.
+
+    KeyError names a condition this module does not know.
+    """
+    state: bool | None = True
+    for name in names:
+        value = CONDITIONS[name](setup)
+        if value is False:
+            return False
+        if value is None:
+            state = None
+    return state
+
+
+def warn_when_unknown(names: Iterable[str], setup: Setup) -> bool:
+    """An undecided action still warns when every undecided condition is one to prepare for."""
+    return all(name in WARN_WHEN_UNKNOWN for name in names if CONDITIONS[name](setup) is None)
 
 
 # --- targets ----------------------------------------------------------------------------------------------
@@ -121,6 +192,20 @@ def condition(name: str, setup: Setup) -> bool | None:
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,80}$")
 _PARAM_NAME = re.compile(r"^[a-z][a-z0-9_.]{1,60}$")
 PACKAGES = frozenset({"vllm", "openai-harmony", "transformers"})
+
+
+def observable(target: str, setup: Setup) -> bool:
+    """Whether this kind of input can show ``target`` at all: a request body shows no server flag, an
+    args line no environment, and a package version only when the input states it."""
+    if target.startswith("--"):
+        return setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE}
+    if target in PACKAGES:
+        return target in setup.versions
+    if target.endswith((".json", ".jinja")):
+        return setup.kind is InputKind.MODEL
+    if _ENV_NAME.match(target):
+        return setup.kind is InputKind.COMMAND
+    return setup.kind in {InputKind.REQUEST, InputKind.COMMAND} and bool(_PARAM_NAME.match(target))
 
 
 def target_value(target: str, setup: Setup) -> str | None:

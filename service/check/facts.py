@@ -62,6 +62,8 @@ class Setup:
     request: dict[str, Any] | None = None
     api: Api | None = None
     model: str | None = None
+    program: str | None = None
+    """What a command line runs: ``vllm serve``, ``vllm bench``, ``guidellm`` ..."""
     versions: dict[str, str] = field(default_factory=dict)
     generation_config: dict[str, Any] | None = None
     model_config: dict[str, Any] | None = None
@@ -185,6 +187,7 @@ def _bounded_int(text: str) -> int:
 
 # --- command lines -----------------------------------------------------------------------------------
 
+_PROGRAMS = frozenset({"guidellm", "benchmark_serving.py"})
 _ENV_ASSIGN = re.compile(r"^([A-Z][A-Z0-9_]{1,60})=(.{0,400})$")
 
 
@@ -210,6 +213,8 @@ def _read_words(words: list[str], setup: Setup) -> None:
     while index < len(words):
         word = words[index]
         nxt = words[index + 1] if index + 1 < len(words) else None
+        if index == 0 and setup.program is None and Path(word).name in _PROGRAMS:
+            setup.program = Path(word).name
         if word == "export":
             index += 1
             continue
@@ -218,6 +223,15 @@ def _read_words(words: list[str], setup: Setup) -> None:
         elif word in {"-e", "--env"} and nxt and (assign := _ENV_ASSIGN.match(nxt)):
             setup.env[assign.group(1)] = assign.group(2)
             index += 1
+        elif word in {"serve", "bench"} and index > 0 and words[index - 1].endswith("vllm"):
+            setup.program = setup.program or f"vllm {word}"
+            after_serve = True
+            if word == "bench" and nxt == "serve":
+                index += 1
+                nxt = words[index + 1] if index + 1 < len(words) else None
+            if nxt and not nxt.startswith("-"):
+                setup.model = nxt
+                index += 1
         elif word == "serve":
             after_serve = True
             if nxt and not nxt.startswith("-"):

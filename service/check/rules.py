@@ -14,10 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from packaging.version import Version
-
-from service.check.conditions import WARN_WHEN_UNKNOWN, condition, target_value
-from service.check.facts import InputKind, Setup, parse_version
+from service.check.conditions import conditions_hold, observable, target_value, warn_when_unknown
+from service.check.facts import Setup, parse_version
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
@@ -33,7 +31,7 @@ class ActionLike(Protocol):
     @property
     def value(self) -> str | None: ...
     @property
-    def when(self) -> str: ...
+    def when(self) -> tuple[str, ...]: ...
     @property
     def text(self) -> str: ...
     @property
@@ -105,23 +103,11 @@ def matches(actual: str, expected: str | None) -> bool:
     return op == "==" and actual.strip().lower() == want.lower()
 
 
-def _observable(target: str, setup: Setup) -> bool:
-    """Whether this kind of input can show ``target`` at all (a request shows no server flag)."""
-    if target.startswith("--"):
-        return setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE}
-    if target.isupper() or "_" in target and target.upper() == target:
-        return setup.kind is InputKind.COMMAND
-    if target in {"vllm", "openai-harmony", "transformers"}:
-        return setup.version(target) is not None
-    if target.endswith((".json", ".jinja")):
-        return setup.kind is InputKind.MODEL
-    return setup.kind in {InputKind.REQUEST, InputKind.COMMAND}
-
-
-def _severity(state: bool | None, when: str) -> Severity | None:
+def _severity(state: bool | None, setup: Setup, when: tuple[str, ...]) -> Severity | None:
+    """error when the setup shows the conditions; warning when it can't tell but should prepare."""
     if state is True:
         return "error"
-    if state is None and when in WARN_WHEN_UNKNOWN:
+    if state is None and warn_when_unknown(when, setup):
         return "warning"
     return None
 
@@ -131,7 +117,7 @@ def evaluate(setup: Setup, problems: Iterable[ProblemLike]) -> list[Finding]:
     findings: dict[tuple[str, str], Finding] = {}
     for problem in problems:
         for action in problem.actions:
-            if action.kind not in CHECKED_KINDS or not _observable(action.target, setup):
+            if action.kind not in CHECKED_KINDS or not observable(action.target, setup):
                 continue
             finding = _evaluate_action(setup, problem, action)
             if finding is None:
@@ -147,7 +133,7 @@ def evaluate(setup: Setup, problems: Iterable[ProblemLike]) -> list[Finding]:
 
 
 def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> Finding | None:
-    state = condition(action.when, setup)
+    state = conditions_hold(action.when, setup)
     if state is False:
         return None
     actual = target_value(action.target, setup)
@@ -155,7 +141,7 @@ def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> 
     if action.kind == "set":
         if actual is not None and matches(actual, action.value):
             return None
-        severity = _severity(state, action.when)
+        severity = _severity(state, setup, action.when)
     elif action.kind in {"avoid", "unset"}:
         if actual is None or not matches(actual, action.value):
             return None
@@ -164,7 +150,7 @@ def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> 
         have, need = parse_version(actual), parse_version(action.value)
         if have is None or need is None or have >= need:
             return None
-        severity = _severity(state, action.when) or "warning"
+        severity = _severity(state, setup, action.when) or "warning"
         applies_to = f"{action.target} < {need}"
     else:  # check: a model file's content
         severity = _check_file(setup, action)
@@ -180,7 +166,7 @@ def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> 
         kind=action.kind,
         target=action.target,
         value=action.value,
-        when=action.when,
+        when=", ".join(action.when),
         applies_to=applies_to,
         sources=(problem.anchor, *action.sources),
     )
@@ -200,10 +186,3 @@ def _check_file(setup: Setup, action: ActionLike) -> Severity | None:
         need = {int(x) for x in re.findall(r"\d{3,7}", action.value)}
         return "error" if not need <= have else None
     return None
-
-
-def version_gate(applies_to: str | None) -> Version | None:
-    """The version in an ``applies_to`` range, for display and sorting."""
-    if not applies_to:
-        return None
-    return parse_version(applies_to.rsplit(" ", 1)[-1])

@@ -21,7 +21,7 @@ class A:
     kind: str
     target: str
     value: str | None
-    when: str = "always"
+    when: tuple[str, ...] = ("always",)
     text: str = "do it"
     sources: tuple[str, ...] = ("vllm-project/vllm#1",)
 
@@ -33,7 +33,12 @@ class P:
     title: str = "X"
 
 
-TOOLS = P((A("set", "--tool-call-parser", "openai", "tools"), A("set", "--enable-auto-tool-choice", None, "tools")))
+TOOLS = P(
+    (
+        A("set", "--tool-call-parser", "openai", ("tools",)),
+        A("set", "--enable-auto-tool-choice", None, ("tools",)),
+    )
+)
 
 
 def findings(text: str, *problems: P) -> list[tuple[str, str, str]]:
@@ -74,7 +79,7 @@ def test_avoid_with_a_numeric_bound() -> None:
 
 
 def test_upgrade_needs_a_stated_older_version() -> None:
-    up = P((A("upgrade", "vllm", "0.10.2", "tools"),))
+    up = P((A("upgrade", "vllm", "0.10.2", ("tools",)),))
     old = "vLLM API server version 0.10.1\nnon-default args: {'tool_call_parser': 'openai'}"
     new = "vLLM API server version 0.11.0\nnon-default args: {'tool_call_parser': 'openai'}"
     assert findings(old, up) == [("warning", "upgrade", "vllm")]
@@ -85,17 +90,29 @@ def test_upgrade_needs_a_stated_older_version() -> None:
 
 
 def test_offline_condition_reads_the_environment() -> None:
-    vocab = P((A("set", "TIKTOKEN_ENCODINGS_BASE", None, "offline"),))
+    vocab = P((A("set", "TIKTOKEN_ENCODINGS_BASE", None, ("offline",)),))
     assert findings("HF_HUB_OFFLINE=1 vllm serve m", vocab) == [("error", "set", "TIKTOKEN_ENCODINGS_BASE")]
     assert findings("HF_HUB_OFFLINE=1 TIKTOKEN_ENCODINGS_BASE=/v vllm serve m", vocab) == []
     assert findings("vllm serve m", vocab) == []  # an online host is not told to provision the vocab
 
 
-def test_responses_store_condition() -> None:
-    store = P((A("set", "VLLM_ENABLE_RESPONSES_API_STORE", "1", "responses-store"),))
-    assert findings("VLLM_ENABLE_RESPONSES_API_STORE=1 vllm serve m", store) == []
-    # A request body cannot show the server's environment: nothing is claimed about it.
-    assert findings(json.dumps({"input": "hi", "store": True}), store) == []
+def test_every_condition_of_a_row_has_to_hold() -> None:
+    both = P((A("avoid", "stream", "true", ("responses-api", "tool-choice-required")),))
+    responses = {"input": "hi", "stream": True, "tool_choice": "required"}
+    assert findings(json.dumps(responses), both) == [("error", "avoid", "stream")]
+    assert findings(json.dumps({**responses, "tool_choice": "auto"}), both) == []
+    assert findings(json.dumps({"messages": [], "stream": True, "tool_choice": "required"}), both) == []
+
+
+def test_an_undecided_condition_warns_only_when_it_is_one_to_prepare_for() -> None:
+    tools_and_multi_gpu = P((A("set", "--enable-expert-parallel", None, ("tools", "multi-gpu")),))
+    assert findings("vllm serve m --tensor-parallel-size 2", tools_and_multi_gpu) == [
+        ("warning", "set", "--enable-expert-parallel")
+    ]
+    assert findings("vllm serve m", tools_and_multi_gpu) == []  # one GPU: the rule does not hold
+    offline_checkpoint = P((A("set", "--tokenizer", None, ("custom-checkpoint",)),))
+    assert findings("vllm serve ./my-finetune", offline_checkpoint) == [("error", "set", "--tokenizer")]
+    assert findings("vllm serve openai/gpt-oss-20b", offline_checkpoint) == []
 
 
 def test_check_generation_config_stop_tokens() -> None:
