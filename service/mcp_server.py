@@ -21,6 +21,9 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from indexer.documents import Component, Document, split_issue_id
+from service.check import CheckInputError, check_request
+from service.check.facts import MAX_CHECK_CHARS
+from service.check.models import CheckRequest, CheckResponse
 from service.config import Settings
 from service.errors import DoctorError, NotReady
 from service.models import MAX_ERROR_CHARS, LookupResponse
@@ -47,7 +50,8 @@ tool calling, reasoning output, Responses API). Call lookup_error with the error
 or log tail the user sees: it returns the origin (server, client, model files, environment), decoded
 token ids, ranked known GitHub issues with confidence, fixes and configuration advice, all with sources.
 When it says no_confident_match, say so rather than guessing. Use decode_harmony_tokens for bare token
-ids, get_issue for the details of one issue, list_known_issues to browse, and read the reference docs
+ids, get_issue for the details of one issue, list_known_issues to browse, check_config to test a vLLM
+command line or request body against the known problems before it fails, and read the reference docs
 for background."""
 
 _GITHUB_THREAD_URL = re.compile(r"^https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$")
@@ -309,6 +313,32 @@ def build_mcp(
             truncated=len(rows) > limit,
             source=source,
         )
+
+    @server.tool(
+        title="Check a gpt-oss setup before it fails",
+        description=(
+            "Check a `vllm serve` command line, vLLM's 'non-default args: {...}' start-up line, or a Chat "
+            "Completions / Responses request body (JSON text) against the known gpt-oss problems; the kind is "
+            "detected. Returns findings (severity error/warning/info, the change to make as action/target/value, "
+            "the version range, the reference section and issue ids behind it). Use it before serving or "
+            "when a user shares their setup."
+        ),
+        annotations=read_only,
+    )
+    def check_config(
+        setup: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_CHECK_CHARS,
+                description="The command line, args line or request body to check.",
+            ),
+        ],
+    ) -> CheckResponse:
+        try:
+            return check_request(CheckRequest(input=setup), docs_dir)
+        except (CheckInputError, ValueError) as exc:
+            raise ToolError(f"cannot check this: {exc}") from None
 
     for name, description in REFERENCE_DOCS.items():
         _add_reference_resource(server, docs_dir, name, description)

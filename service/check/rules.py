@@ -69,6 +69,7 @@ class Finding:
 
 CHECKED_KINDS = frozenset({"set", "unset", "avoid", "upgrade", "check"})
 
+_BOOLEAN = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 _COMPARISON = re.compile(r"^(>=|<=|!=|>|<|==)?\s*(.+)$")
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">": operator.gt,
@@ -88,6 +89,8 @@ def matches(actual: str, expected: str | None) -> bool:
     """
     if expected is None:
         return True
+    if expected.strip().lower() in _BOOLEAN and actual.strip().lower() in _BOOLEAN:
+        return _BOOLEAN[expected.strip().lower()] == _BOOLEAN[actual.strip().lower()]
     if "|" in expected:
         return any(matches(actual, option) for option in expected.split("|"))
     parsed = _COMPARISON.match(expected.strip())

@@ -136,7 +136,8 @@ def test_workarounds_are_never_checked_and_duplicates_merge_their_sources() -> N
 @pytest.mark.parametrize(
     ("actual", "expected", "result"),
     [("openai", "openai", True), ("OpenAI", "openai", True), ("hermes", "openai", False), ("4", ">1", True),
-     ("1", ">1", False), ("x", None, True), ("true", "true|1", True), ("0", "!=0", False), ("a", "!=b", True)],
+     ("1", ">1", False), ("x", None, True), ("true", "true|1", True), ("0", "!=0", False), ("a", "!=b", True),
+     ("1", "true", True), ("0", "true", False), ("False", "false", True), ("2", ">1", True)],
 )
 def test_matches(actual: str, expected: str | None, result: bool) -> None:
     assert matches(actual, expected) is result

@@ -27,7 +27,7 @@ T = TypeVar("T")
 
 HARMONY_ERROR = "openai_harmony.HarmonyError: Unexpected token 12606 while expecting start token 200006"
 KNOWN_THREADS = {"vllm-project/vllm#22519", "openai/harmony#60"}  # carry that exact error in the KB
-TOOLS = {"lookup_error", "decode_harmony_tokens", "get_issue", "list_known_issues"}
+TOOLS = {"lookup_error", "decode_harmony_tokens", "get_issue", "list_known_issues", "check_config"}
 
 
 def run(fn: Callable[[], Awaitable[T]]) -> T:
