@@ -180,6 +180,15 @@ class Document(BaseModel):
     )
     heading_path: list[str] = Field(default=[], description="For doc sections: the heading trail")
     curated: bool = Field(default=False, description="True when a KB card backs this document")
+    author: str | None = Field(default=None, description="For synced threads: the author's GitHub login")
+    author_association: str | None = Field(
+        default=None,
+        description="For synced threads: GitHub's author_association of the author (OWNER, MEMBER, "
+        "COLLABORATOR, CONTRIBUTOR, NONE, ...)",
+    )
+    maintainer_commented: bool = Field(
+        default=False, description="For synced threads: an owner, member or collaborator commented"
+    )
     comments: int = 0
     sources: list[str] = Field(default=[], description="Where the fields came from: snapshot, github, docs")
 

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from indexer.documents import Document
+from indexer.sources.github_threads import github_thread_url
+from indexer.trust import trust_level
 from service.models import AdviceOut, FixOut, IssueOut, OriginOut, TokenOut
 
 if TYPE_CHECKING:
@@ -74,7 +76,9 @@ def is_thread(doc: Document) -> bool:
 
 
 def thread_url(doc: Document) -> str:
-    """The thread's URL, or its id when a live document lacks one."""
+    """The thread's github.com URL (a stored URL elsewhere is replaced), or its id for other documents."""
+    if doc.repo is not None and doc.number is not None:
+        return github_thread_url(doc.repo, doc.number, is_pull(doc), doc.url)
     return doc.url or doc.id
 
 
@@ -82,19 +86,23 @@ def issue_out(hit: Hit, knowledge: Knowledge) -> IssueOut:
     """One ranked thread as the API shows it."""
     doc = hit.doc
     assert doc.repo is not None and doc.number is not None
-    fixed_by = sorted(set(doc.fixed_by) | set(knowledge.fixing_prs(doc.id)))
+    linked = sorted(set(doc.fixed_by) | set(knowledge.fixing_prs(doc.id)))
+    # Only a merged PR is a fix; an open (or unknown) PR that says "Fixes #N" is a proposal.
+    merged = [pr for pr in linked if (p := knowledge.by_id.get(pr)) is not None and p.state == "merged"]
     return IssueOut(
         id=doc.id,
         repo=doc.repo,
         number=doc.number,
         kind="pull" if is_pull(doc) else "issue",
         title=doc.title,
-        url=doc.url,
+        url=thread_url(doc),
         state=doc.state,
         score=round(min(max(hit.score, 0.0), 1.0), 4),
         confidence=hit.confidence,
         why=list(hit.why),
-        fixed_by=fixed_by,
+        fixed_by=merged,
+        proposed_fixes=[pr for pr in linked if pr not in merged],
+        trust=trust_level(doc),
     )
 
 

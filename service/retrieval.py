@@ -29,6 +29,7 @@ from pydantic import BaseModel, Field
 
 from indexer.documents import Document
 from indexer.signatures import signature_tokens
+from indexer.trust import trust_level, trust_weight
 from service.analysis.components import RULE_COMPONENT, ComponentModel
 from service.analysis.engines import ThreadEngines
 from service.analysis.input import ParsedInput
@@ -420,7 +421,7 @@ class Retriever:
                 continue
             scores[index] = e.fused * self._adjustment(doc, e, parsed)
         self._lift_upstream(scores, evidence, parsed, allowed)
-        ranked = sorted(((score, i) for i, score in scores.items()), reverse=True)
+        ranked = self._one_per_author(sorted(((score, i) for i, score in scores.items()), reverse=True), self.documents)
 
         components = self._input_components(parsed)
         hits = [self._hit(self.documents[i], evidence[i], parsed, components) for _, i in ranked[:top_k]]
@@ -437,8 +438,10 @@ class Retriever:
             boost += c.canonical_boost
         if doc.curated:
             boost += c.curated_boost
-        if doc.fix_confirmed or doc.fixed_by or doc.state == "merged":
+        if doc.fix_confirmed or doc.state == "merged" or any(self._merged(pr) for pr in doc.fixed_by):
             boost += c.fixed_boost
+        # The trust hook: uncorroborated synced text counts for less than curated or confirmed knowledge.
+        boost *= trust_weight(doc)
         if parsed.engines and engine is not None:
             if engine in parsed.engines:
                 boost += c.same_engine_boost
@@ -453,6 +456,25 @@ class Retriever:
         if self.engines.is_platform_copy(doc) and not self._names_repo(parsed, doc.repo or ""):
             boost *= c.platform_factor
         return boost
+
+    def _merged(self, pr_id: str) -> bool:
+        """True when the PR is in the index and merged: an open PR that says "Fixes #N" is a proposal."""
+        pr = self.by_id.get(pr_id)
+        return pr is not None and pr.state == "merged"
+
+    @staticmethod
+    def _one_per_author(ranked: list[tuple[float, int]], documents: Sequence[Document]) -> list[tuple[float, int]]:
+        """The best of each community author's threads: one account repeating itself adds no evidence."""
+        seen: set[str] = set()
+        out: list[tuple[float, int]] = []
+        for score, i in ranked:
+            doc = documents[i]
+            if doc.author and trust_level(doc) == "community":
+                if doc.author in seen:
+                    continue
+                seen.add(doc.author)
+            out.append((score, i))
+        return out
 
     @staticmethod
     def _names_repo(parsed: ParsedInput, repo: str) -> bool:
@@ -486,6 +508,8 @@ class Retriever:
                     scores[j] = lifted
                     evidence.setdefault(j, _Evidence()).adjusted.append(f"upstream of {copy.id}")
                 for fix in target.fixed_by:
+                    if not self._merged(fix):
+                        continue
                     k = self._position.get(fix)
                     if k is not None and (allowed is None or self.documents[k].repo in allowed):
                         if scores.get(k, 0.0) < scores[i] * c.fix_lift:
@@ -545,6 +569,9 @@ class Retriever:
             confidence = "medium"
         else:
             confidence = "low"
+        if confidence == "high" and trust_level(doc) == "community":
+            confidence = "medium"  # nobody who maintains the project has confirmed this thread
+            why.append("unconfirmed: written by an outside account, no maintainer or merged PR backs it")
         if confidence == "high" and parsed.other_model:
             confidence = "medium"  # the input is about another model: at best a look-alike
         if not parsed.failure_found:

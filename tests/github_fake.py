@@ -57,6 +57,7 @@ class FakeComment:
     body: str
     created_at: datetime
     updated_at: datetime
+    association: str = "NONE"
 
 
 @dataclass
@@ -77,6 +78,8 @@ class FakeThread:
     merged_at: datetime | None = None
     comments: list[FakeComment] = field(default_factory=list)
     merge_commit_sha: str | None = None
+    association: str = "NONE"
+    """GitHub's author_association of the author: NONE (an outside account), MEMBER, OWNER, ..."""
 
 
 @dataclass
@@ -291,13 +294,15 @@ class FakeGitHub:
             "files": [],
         }
 
-    def add_comment(self, repo: str, number: int, body: str, user: str = "commenter") -> FakeComment:
+    def add_comment(
+        self, repo: str, number: int, body: str, user: str = "commenter", association: str = "NONE"
+    ) -> FakeComment:
         """Add a comment (GitHub bumps the thread's ``updated_at``)."""
         with self.lock:
             thread = self.threads[(repo, number)]
             self._comment_ids += 1
             now = self.tick()
-            comment = FakeComment(self._comment_ids, user, body, now, now)
+            comment = FakeComment(self._comment_ids, user, body, now, now, association)
             thread.comments.append(comment)
             thread.updated_at = now
             return comment
@@ -403,7 +408,7 @@ class FakeGitHub:
             "created_at": iso(t.created_at),
             "updated_at": iso(t.updated_at),
             "closed_at": iso(t.closed_at),
-            "author_association": "NONE",
+            "author_association": t.association,
             "body": t.body,
         }
         if t.pull:
@@ -436,7 +441,7 @@ class FakeGitHub:
             "user": {"login": c.user, "id": c.id, "type": "User"},
             "created_at": iso(c.created_at),
             "updated_at": iso(c.updated_at),
-            "author_association": "NONE",
+            "author_association": c.association,
             "body": c.body,
         }
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from indexer.documents import Document, issue_id
 from indexer.signatures import extract_error_lines, normalize_signature
+from indexer.trust import MAINTAINER_ASSOCIATIONS
 
 MAX_BODY_CHARS = 4000
 MAX_COMMENT_CHARS = 1500
@@ -182,10 +183,45 @@ def thread_state(payload: Mapping[str, Any]) -> str:
     return "closed" if payload.get("state") == "closed" else "open"
 
 
+def without_repeats(text: str) -> str:
+    """``text`` with every line after its first occurrence removed (blank lines kept).
+
+    Saying the same thing again adds no evidence: a body that repeats an error string fifty times must
+    not outscore one that quotes it once (BM25 counts repetitions).
+    """
+    seen: set[str] = set()
+    kept: list[str] = []
+    for line in text.split("\n"):
+        key = " ".join(line.split()).lower()
+        if key:
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(line)
+    return _BLANK_RUN.sub("\n\n", "\n".join(kept)).strip()
+
+
+def github_thread_url(repo: str, number: int, is_pull: bool, html_url: object) -> str:
+    """The thread's github.com URL: GitHub's ``html_url`` when it is one, else built from repo and number.
+
+    A URL is shown to people and agents as a link to follow, so only ``https://github.com/<repo>/...``
+    of this very thread passes.
+    """
+    kind_path = "pull" if is_pull else "issues"
+    built = f"https://github.com/{repo}/{kind_path}/{number}"
+    own = rf"https://github\.com/{re.escape(repo)}/(?:issues|pull)/{number}"
+    return html_url if isinstance(html_url, str) and re.fullmatch(own, html_url) else built
+
+
+def _association(payload: Mapping[str, Any]) -> str | None:
+    value = payload.get("author_association")
+    return str(value).upper() if value else None
+
+
 def _comment_section(comments: Sequence[Mapping[str, Any]]) -> list[str]:
     parts: list[str] = []
     for comment in comments:
-        body = strip_boilerplate(comment.get("body"))
+        body = without_repeats(strip_boilerplate(comment.get("body")))
         if body:
             author = (comment.get("user") or {}).get("login") or "someone"
             parts.append(f"Comment by {author}:\n{body[:MAX_COMMENT_CHARS]}")
@@ -202,20 +238,19 @@ def thread_document(
     title = str(payload.get("title") or f"{repo}#{number}")
     raw_body = str(payload.get("body") or "")
     raw_comments = "\n".join(str(c.get("body") or "") for c in comments)
-    body = strip_boilerplate(raw_body)[:MAX_BODY_CHARS]
+    body = without_repeats(strip_boilerplate(raw_body))[:MAX_BODY_CHARS]
     text = "\n\n".join([title, body, *_comment_section(comments)]).strip()[:MAX_TEXT_CHARS]
     # Signatures from the cleaned text (the title often quotes the error); versions from the raw text,
     # because collect_env output inside the stripped environment section is where they are listed.
     signatures = error_signatures(f"{title}\n{body}\n{strip_boilerplate(raw_comments)}")
     merged_at = parse_time(pull.get("merged_at")) if is_pull and isinstance(pull, Mapping) else None
-    kind_path = "pull" if is_pull else "issues"
     return Document(
         id=issue_id(repo, number),
         kind="pull" if is_pull else "issue",
         repo=repo,
         number=number,
         title=title,
-        url=payload.get("html_url") or f"https://github.com/{repo}/{kind_path}/{number}",
+        url=github_thread_url(repo, number, is_pull, payload.get("html_url")),
         state=thread_state(payload),  # type: ignore[arg-type]
         labels=[str(label.get("name")) for label in payload.get("labels") or [] if label.get("name")],
         created_at=parse_time(payload.get("created_at")),
@@ -229,6 +264,9 @@ def thread_document(
         fixes=fix_targets(repo, f"{title}\n{raw_body}") if is_pull else [],
         comments=int(payload.get("comments") or 0),
         sources=["github"],
+        author=(payload.get("user") or {}).get("login"),
+        author_association=_association(payload),
+        maintainer_commented=any(_association(c) in MAINTAINER_ASSOCIATIONS for c in comments),
     )
 
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from service.cli.terminal import terminal_safe, terminal_safe_data
 from service.models import MAX_ERROR_CHARS, LookupResponse
 
 _CONFIDENCE_STYLE = {"high": "bold green", "medium": "yellow", "low": "dim"}
@@ -49,7 +50,7 @@ def lookup_remote(url: str, text: str, top_k: int, repos: list[str] | None, toke
             message = response.text[:300]
         retry = response.headers.get("retry-after")
         hint = f" (retry in {retry}s)" if retry else ""
-        raise click.ClickException(f"{endpoint} answered {response.status_code}: {message}{hint}")
+        raise click.ClickException(terminal_safe(f"{endpoint} answered {response.status_code}: {message}{hint}"))
     data: dict[str, Any] = response.json()
     return data
 
@@ -176,6 +177,7 @@ def lookup(text: str, top_k: int, repos: tuple[str, ...], as_json: bool, url: st
         raise click.UsageError("nothing to look up: TEXT (or stdin) is empty")
     selected = list(repos) or None
     data = lookup_remote(url, error, top_k, selected, token) if url else lookup_local(error, top_k, selected)
+    data = terminal_safe_data(data)  # thread titles and text come from GitHub users
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return

@@ -155,7 +155,7 @@ def test_list_known_issues_filters_by_component(fast_engine: LookupEngine) -> No
     assert rows[0]["id"].startswith("vllm-project/vllm#")  # core repo first
     expected = {c.id for c in cards if c.component == "harmony-parser"}
     assert {row["id"] for row in parser.structured_content["issues"]} == expected
-    assert all(set(row) == {"id", "title", "state", "kind", "component"} for row in rows)
+    assert all(set(row) == {"id", "title", "state", "kind", "component", "trust"} for row in rows)
     assert bogus.is_error
 
 
