@@ -265,3 +265,29 @@ def test_seed_assistantary_error_has_its_own_section() -> None:
     matching = [p for p in real_problems() if "openai_harmony.HarmonyError: Unknown role: assistantary" in p.errors]
     assert len(matching) == 1
     assert "vllm-project/vllm#29044" in matching[0].sources and matching[0].actions
+
+
+@pytest.mark.parametrize("doc", ["reference/tool-calling-setup.md", "reference/model-updates.md"])
+def test_every_setup_topic_is_a_setup_problem(doc: str) -> None:
+    """Each leaf section an operator acts on (a heading with no sub-headings) carries a setup block."""
+    text = (REPO_ROOT / doc).read_text(encoding="utf-8")
+    found = re.findall(r"^(#{2,3}) (.+)$", text, flags=re.M)
+    leaves = [t for i, (level, t) in enumerate(found) if i + 1 == len(found) or len(found[i + 1][0]) <= len(level)]
+    parsed = {p.title: p for p in real_problems() if p.doc == doc}
+    assert leaves and [t for t in leaves if t not in parsed] == []
+    assert all(p.kind == "setup" and p.actions for p in parsed.values())
+
+
+def test_tool_calling_flags_come_from_the_setup_section() -> None:
+    flags = problem_by_anchor(real_problems(), "reference/tool-calling-setup.md#server-flags-for-gpt-oss")
+    assert flags is not None
+    sets = {(a.target, a.value) for a in flags.actions if a.kind == "set" and "tools" in a.when}
+    assert {("--tool-call-parser", "openai"), ("--enable-auto-tool-choice", None)} <= sets
+    assert any(a.kind == "upgrade" and a.target == "vllm" and a.value == "0.10.2" for a in flags.actions)
+
+
+def test_every_when_value_is_documented() -> None:
+    """The docstring under ``When`` explains each condition (``name:`` or a ``name, name:`` group)."""
+    source = (REPO_ROOT / "indexer" / "problems.py").read_text(encoding="utf-8")
+    explained = source.split('"""When an action applies.', 1)[1].split('"""', 1)[0]
+    assert [w for w in WHENS if f"{w}:" not in explained and f"{w}," not in explained] == []
