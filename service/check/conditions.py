@@ -47,7 +47,9 @@ def _uses_tools(setup: Setup) -> bool | None:
 def _builtin_tools(setup: Setup) -> bool | None:
     if setup.kind is InputKind.REQUEST:
         return any(str(t.get("type")) in _BUILTIN_TOOL_TYPES for t in _tools(setup))
-    return None if setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE} else False
+    if setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE}:
+        return True if "--tool-server" in setup.flags else None
+    return False
 
 
 def _reasoning(setup: Setup) -> bool | None:
@@ -192,6 +194,44 @@ def warn_when_unknown(names: Iterable[str], setup: Setup) -> bool:
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,80}$")
 _PARAM_NAME = re.compile(r"^[a-z][a-z0-9_.]{1,60}$")
 PACKAGES = frozenset({"vllm", "openai-harmony", "transformers"})
+REQUEST_PARAMS = frozenset(
+    {
+        "model",
+        "messages",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "stream",
+        "stream_options",
+        "store",
+        "background",
+        "previous_response_id",
+        "include",
+        "truncation",
+        "reasoning_effort",
+        "reasoning",
+        "max_tokens",
+        "max_completion_tokens",
+        "max_output_tokens",
+        "min_tokens",
+        "ignore_eos",
+        "stop",
+        "stop_token_ids",
+        "include_stop_str_in_output",
+        "skip_special_tokens",
+        "temperature",
+        "top_p",
+        "n",
+        "seed",
+        "logprobs",
+        "response_format",
+        "structured_outputs",
+    }
+)
+"""Request body fields of the OpenAI Chat Completions / Responses APIs and vLLM's extra sampling fields.
+A lower-case target outside this set (a client library's or a trainer's option) is not in a request."""
 
 
 def observable(target: str, setup: Setup) -> bool:
@@ -205,7 +245,15 @@ def observable(target: str, setup: Setup) -> bool:
         return setup.kind is InputKind.MODEL
     if _ENV_NAME.match(target):
         return setup.kind is InputKind.COMMAND
-    return setup.kind in {InputKind.REQUEST, InputKind.COMMAND} and bool(_PARAM_NAME.match(target))
+    if not is_request_param(target):
+        return False
+    # A command shows request fields only when it is a benchmark client that sends them (--ignore-eos).
+    return setup.kind is InputKind.REQUEST or (setup.kind is InputKind.COMMAND and setup.program in BENCHMARK_PROGRAMS)
+
+
+def is_request_param(target: str) -> bool:
+    """True for a field of an OpenAI-compatible request body."""
+    return target.split(".", 1)[0] in REQUEST_PARAMS
 
 
 def target_value(target: str, setup: Setup) -> str | None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from service.check.conditions import conditions_hold, observable, target_value, warn_when_unknown
+from service.check.conditions import conditions_hold, is_request_param, observable, target_value, warn_when_unknown
 from service.check.facts import Setup, parse_version
 
 Severity = Literal["error", "warning", "info"]
@@ -142,11 +142,15 @@ def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> 
     actual = target_value(action.target, setup)
     applies_to: str | None = None
     if action.kind == "set":
-        if actual is not None and matches(actual, action.value):
+        expected = _literal(action.value)
+        if actual is not None and matches(actual, expected):
             return None
-        severity = _severity(state, setup, action.when)
+        if actual is None and is_request_param(action.target):
+            return None  # an unsent request field takes the server's default: nothing was chosen wrongly
+        # A value the setup chose on purpose and got wrong counts even when the condition is undecided.
+        severity = _severity(state, setup, action.when) or ("warning" if actual is not None else None)
     elif action.kind in {"avoid", "unset"}:
-        if actual is None or not matches(actual, action.value):
+        if actual is None or not matches(actual, _literal(action.value)):
             return None
         severity = "error" if state is not None else "warning"
     elif action.kind == "upgrade":
@@ -173,6 +177,14 @@ def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> 
         applies_to=applies_to,
         sources=(problem.anchor, *action.sources),
     )
+
+
+def _literal(value: str | None) -> str | None:
+    """An action value the setup can be compared with; prose (``your key``, ``low, medium or high``)
+    asks only that the target be set, so it compares as "any value"."""
+    if value is None or " " in value.strip():
+        return None
+    return value
 
 
 def _check_file(setup: Setup, action: ActionLike) -> Severity | None:

@@ -56,7 +56,31 @@ def test_a_bare_serve_command_is_told_about_the_tool_parser() -> None:
     finding = next(f for f in report.findings if f.change.target == "--tool-call-parser")
     assert finding.change.value == "openai"
     assert finding.problem.startswith("reference/") and "#" in finding.problem
-    assert all(re.match(r"^[\w.-]+/[\w.-]+#\d+$", s) for s in finding.sources[1:])
+    ids = [s for s in finding.sources if not s.startswith("reference/")]
+    assert ids and all(re.match(r"^[\w.-]+/[\w.-]+#\d+$", s) for s in ids)
+    assert ("set", "--reasoning-parser") in changes(report, "warning")
+
+
+def test_a_risky_flag_value_chosen_on_purpose_is_flagged() -> None:
+    report = run(recommended_command() + " --stream-interval 8")
+    assert ("set", "--stream-interval") in changes(report, "warning")
+
+
+def test_offline_host_without_the_vocab_is_an_error() -> None:
+    offline = "HF_HUB_OFFLINE=1 " + recommended_command()
+    assert ("set", "TIKTOKEN_ENCODINGS_BASE") in changes(run(offline), "error")
+    assert run("TIKTOKEN_ENCODINGS_BASE=/srv/vocab " + offline).ok
+
+
+def test_tool_choice_required_is_flagged_in_a_request() -> None:
+    body = {
+        "model": "openai/gpt-oss-20b",
+        "messages": [{"role": "user", "content": "weather?"}],
+        "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+        "tool_choice": "required",
+    }
+    assert ("set", "tool_choice") in changes(run(json.dumps(body)))
+    assert ("set", "tool_choice") not in changes(run(json.dumps({**body, "tool_choice": "auto"})))
 
 
 def test_an_old_vllm_with_the_openai_parser_is_told_to_upgrade_to_a_named_release() -> None:
