@@ -19,7 +19,7 @@ _SEVERITY_MARK = {"error": ("ERROR", "red"), "warning": ("warn", "yellow"), "inf
 @click.command(name="check")
 @click.argument("setup", nargs=-1)
 @click.option(
-    "--file", "-f", "files", multiple=True, type=click.Path(path_type=Path, exists=True),
+    "--file", "-f", "files", multiple=True, type=click.Path(path_type=Path),
     help="Read the setup from a file (a command, an args line, a request body or a config JSON), "
     "or a model folder. Repeatable.",
 )
@@ -74,6 +74,8 @@ def _read_argument(words: tuple[str, ...]) -> Setup:
 
 
 def _read_one(path: Path) -> Setup:
+    if not path.exists():
+        raise CheckInputError(f"{path} does not exist")
     if path.is_dir():
         return read_model_folder(path)
     return read_setup(path.read_text(encoding="utf-8", errors="replace"))

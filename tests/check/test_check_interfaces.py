@@ -87,6 +87,8 @@ def test_cli_check_exit_codes_and_json(tmp_path: Path) -> None:
     assert stdin.exit_code == 0 and "Read as: command" in stdin.output
     garbage = runner.invoke(main, ["check", "hello world"])
     assert garbage.exit_code == 2 and "could not tell" in garbage.output
+    missing = runner.invoke(main, ["check", "-f", str(tmp_path / "nope.json")])
+    assert missing.exit_code == 2 and "does not exist" in missing.output
     unknown = runner.invoke(main, ["check", "--bogus-option", BARE])
     assert unknown.exit_code == 2 and "No such option" in unknown.output
 
