@@ -39,8 +39,12 @@ class Calibration:
     """A thread about the serving engine the input names."""
     other_engine_factor: float = 0.7
     """A thread about another engine than the one the input names, without the same error string."""
-    same_client_boost: float = 0.1
+    same_client_boost: float = 0.2
     """A thread in the repository of the client framework the input names."""
+    same_component_boost: float = 0.0
+    """A thread of the error family the input's words point to (origin rule, else the KB-trained model)."""
+    named_repo_boost: float = 0.2
+    """A thread in a repository the input names by its own name (``mlx_lm`` -> ml-explore/mlx-lm)."""
     platform_factor: float = 0.95
     """A thread in a fork or downstream platform of an engine the input does not name by its owner."""
     upstream_lift: float = 1.05
@@ -55,7 +59,7 @@ class Calibration:
     """Signature score from which a thread is worth showing as "medium"."""
     conflict_penalty: float = 0.85
     """Signature score factor when both sides keep a rare word the other lacks (another token id)."""
-    dense_high: float = 0.62
+    dense_high: float = 0.66
     """Cosine from which a same-engine, same-component thread in the top lexical ranks is "high"."""
     lexical_high_rank: int = 3
     """Lexical rank (0-based, exclusive) a semantic "high" must also reach."""

@@ -43,6 +43,7 @@ _DENSE_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dense-leg")
 THREAD_KINDS = frozenset({"card", "issue", "pull"})
 Confidence = Literal["high", "medium", "low"]
 
+_REPO_WORD = re.compile(r"[a-z0-9][a-z0-9._-]{2,60}")
 _TOKEN = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
 _STOPWORDS = frozenset(
     "the a an and or of to in on for is are was were be been it its this that with as at by from "
@@ -251,6 +252,11 @@ class Retriever:
         self.engines = ThreadEngines.from_documents(self.documents)
         self.components = ComponentModel(self.documents, tokenize)
         self.legs: tuple[Leg, ...] = (SignatureLeg(self), LexicalLeg(self), DenseLeg(self))
+        # Repository names a user may write ("mlx_lm", "LibreChat"); an engine's canonical name is not
+        # distinctive (it names the whole family) and is left to the engine adjustment.
+        upstream = {repo.split("/", 1)[-1].lower() for repo in self.engines.canonical.values()}
+        names = {doc.repo.split("/", 1)[-1].lower() for doc in self.documents if doc.repo}
+        self._repo_names = frozenset(n for n in names if len(n) >= 4 and n not in upstream)
 
     @classmethod
     def from_store(cls, store: object, embedder: Embedder | None) -> Retriever:
@@ -412,6 +418,8 @@ class Retriever:
             evidence[j].fused += share
 
         allowed = set(repos) if repos else None
+        named = self._named_repos(parsed)
+        components = self._input_components(parsed)
         scores: dict[int, float] = {}
         for index, e in evidence.items():
             doc = self.documents[index]
@@ -419,17 +427,19 @@ class Retriever:
                 continue
             if allowed is not None and doc.repo not in allowed:
                 continue
-            scores[index] = e.fused * self._adjustment(doc, e, parsed)
+            boost = self._adjustment(doc, e, parsed, named)
+            if doc.component in components:
+                boost += c.same_component_boost
+            scores[index] = e.fused * boost
         self._lift_upstream(scores, evidence, parsed, allowed)
         ranked = self._one_per_author(sorted(((score, i) for i, score in scores.items()), reverse=True), self.documents)
 
-        components = self._input_components(parsed)
         hits = [self._hit(self.documents[i], evidence[i], parsed, components) for _, i in ranked[:top_k]]
         section_hits = [self._hit(self.documents[i], evidence[i], parsed, components) for i in sections[:3]]
         confident = any(h.confidence == "high" for h in hits)
         return RetrievalResult(hits=hits, sections=section_hits, confident=confident, degraded=degraded)
 
-    def _adjustment(self, doc: Document, e: _Evidence, parsed: ParsedInput) -> float:
+    def _adjustment(self, doc: Document, e: _Evidence, parsed: ParsedInput, named: frozenset[str]) -> float:
         """The factor on a thread's fused score from its engine, client, repository and fix state."""
         c = self.calibration
         boost = 1.0
@@ -453,7 +463,10 @@ class Retriever:
         if parsed.client and self.engines.client.get(doc.id) == parsed.client:
             boost += c.same_client_boost
             e.adjusted.append(f"same client ({parsed.client})")
-        if self.engines.is_platform_copy(doc) and not self._names_repo(parsed, doc.repo or ""):
+        if doc.repo is not None and doc.repo.split("/", 1)[-1].lower() in named:
+            boost += c.named_repo_boost
+            e.adjusted.append(f"the input names {doc.repo}")
+        elif self.engines.is_platform_copy(doc) and not self._names_repo(parsed, doc.repo or ""):
             boost *= c.platform_factor
         return boost
 
@@ -475,6 +488,11 @@ class Retriever:
                 seen.add(doc.author)
             out.append((score, i))
         return out
+
+    def _named_repos(self, parsed: ParsedInput) -> frozenset[str]:
+        """Repository names of the index (not engine names) that the input writes as a word."""
+        words = {w.replace("_", "-") for w in _REPO_WORD.findall(parsed.text[:200_000].lower())}
+        return frozenset(words & self._repo_names)
 
     @staticmethod
     def _names_repo(parsed: ParsedInput, repo: str) -> bool:
@@ -517,19 +535,23 @@ class Retriever:
                             evidence.setdefault(k, _Evidence()).adjusted.append(f"fixes {target.id}")
 
     def _input_components(self, parsed: ParsedInput) -> set[str]:
-        """The error families the input is about: the origin rule's, else the KB-trained model's best two."""
+        """The error family the input is about: the origin rule's, else the KB-trained model's best guess."""
         from service.analysis.origin import match_input
 
         found = match_input(parsed)
         if found is not None and found.rule.tier == 0:
             category = found.rule.category
             return {RULE_COMPONENT.get(category, category)}
-        return set(self.components.rank(parsed.query_text))
+        return set(self.components.rank(parsed.query_text, limit=1))
 
     def _same_engine(self, doc: Document, parsed: ParsedInput) -> bool:
-        engine = self.engines.engine.get(doc.id)
+        """The thread is in the tracker (or a fork) of the engine the input runs on.
+
+        An input that names no engine is taken to run on the engine most threads are about.
+        """
+        engine = self.engines.repo_engine.get(doc.repo or "")
         if engine is None:
-            return True  # an engine-neutral thread (the Harmony library, a client)
+            return False
         if parsed.engines:
             return engine in parsed.engines
         return engine == self.engines.default_engine

@@ -312,3 +312,24 @@ def test_outside_targets_and_table_read_the_heldout_figures() -> None:
     r["targets"] = [t.as_dict() for t in targets(r)]
     text = markdown(r)
     assert "## Outside set" in text and "| heldout | in-log | BM25 over cards | 17 + 11 neg |" in text
+
+
+def test_a_wrong_high_on_a_positive_is_counted_and_costs_the_fit_most() -> None:
+    from bench.calibrate import objective
+    from bench.quality import Outcome, evaluate
+
+    queries = [
+        Query("a", "exact", "x", ["r/r#1"], None, [], False),
+        Query("b", "exact", "y", ["r/r#2"], None, [], False),
+        Query("n", "negative", "z", [], None, [], True),
+    ]
+    answers = {
+        "a": Outcome(ranked=["r/r#1"], high_confidence=True, high_ids=["r/r#1"]),
+        "b": Outcome(ranked=["r/r#9", "r/r#2"], high_confidence=True, high_ids=["r/r#9"]),
+        "n": Outcome(ranked=["r/r#3"]),
+    }
+    metrics = evaluate(queries, lambda q: answers[q.id])
+    assert metrics.positives_wrong_high == 0.5 and metrics.negatives_no_match == 1.0
+    careful = evaluate(queries, lambda q: Outcome(ranked=answers[q.id].ranked))
+    assert careful.positives_wrong_high == 0.0
+    assert objective([careful]) > objective([metrics])

@@ -24,7 +24,7 @@ RULE_COMPONENT = {
 
 
 class ComponentModel:
-    """P(component | words) from the threads of one index generation."""
+    """P(component | words) from the threads of one index generation (multinomial, Laplace-smoothed)."""
 
     def __init__(self, documents: Sequence[Document], tokenize: Callable[[str], list[str]]) -> None:
         self._tokenize = tokenize
@@ -34,22 +34,23 @@ class ComponentModel:
             if doc.repo is None or not doc.component or doc.component == "other":
                 continue
             text = "\n".join([doc.title, *doc.error_signatures[:10], doc.summary or "", doc.cause or ""])
-            counts.setdefault(doc.component, Counter()).update(set(tokenize(text)))
+            counts.setdefault(doc.component, Counter()).update(tokenize(text))
             docs[doc.component] += 1
         vocabulary = {t for c in counts.values() for t in c}
+        v = len(vocabulary) or 1
         total = sum(docs.values()) or 1
         self._prior = {c: math.log(n / total) for c, n in docs.items()}
         self._log_p: dict[str, dict[str, float]] = {}
         self._unseen: dict[str, float] = {}
         for component, words in counts.items():
-            denominator = docs[component] + 2.0
+            denominator = sum(words.values()) + v
             self._log_p[component] = {t: math.log((n + 1.0) / denominator) for t, n in words.items()}
             self._unseen[component] = math.log(1.0 / denominator)
         self._known = vocabulary
 
     def rank(self, text: str, limit: int = 2) -> list[str]:
         """The most likely components for ``text``, best first (empty when it shares no word with any)."""
-        tokens = {t for t in self._tokenize(text[:4000]) if t in self._known}
+        tokens = [t for t in self._tokenize(text[:4000]) if t in self._known]
         if not tokens or not self._prior:
             return []
         scores = {

@@ -143,6 +143,8 @@ class ThreadEngines:
     """Thread id -> the client framework whose repository it is in."""
     canonical: dict[str, str] = field(default_factory=dict)
     """Engine -> the repository holding most of its threads (its upstream)."""
+    repo_engine: dict[str, str] = field(default_factory=dict)
+    """Repository -> the engine it is named after (the engine's own tracker, its forks and platforms)."""
     platforms: frozenset[str] = frozenset()
     """Repositories carrying the name of an engine's canonical one: its forks and downstream platforms."""
     default_engine: str | None = None
@@ -205,6 +207,7 @@ class ThreadEngines:
             engine=engine,
             client=client,
             canonical=canonical,
+            repo_engine=repo_engine,
             platforms=platforms,
             default_engine=default,
             client_names=frozenset(apps.values()),
