@@ -435,6 +435,7 @@ class Retriever:
         ranked = self._one_per_author(sorted(((score, i) for i, score in scores.items()), reverse=True), self.documents)
 
         hits = [self._hit(self.documents[i], evidence[i], parsed, components) for _, i in ranked[:top_k]]
+        hits = self._one_high(hits)
         section_hits = [self._hit(self.documents[i], evidence[i], parsed, components) for i in sections[:3]]
         confident = any(h.confidence == "high" for h in hits)
         return RetrievalResult(hits=hits, sections=section_hits, confident=confident, degraded=degraded)
@@ -544,6 +545,33 @@ class Retriever:
             return {RULE_COMPONENT.get(category, category)}
         return set(self.components.rank(parsed.query_text, limit=1))
 
+    @staticmethod
+    def _one_high(hits: list[Hit]) -> list[Hit]:
+        """"high" names the thread for this failure: the best one, and what fixes it or it fixes.
+
+        Many threads quote the same error string (duplicates, downstream platforms, other projects);
+        they stay visible as "medium", since nothing says they are about this failure rather than a
+        look-alike.
+        """
+        first = next((h for h in hits if h.confidence == "high"), None)
+        if first is None:
+            return hits
+        linked = {first.doc.id, *first.doc.fixed_by, *first.doc.fixes, *first.doc.references}
+        out = []
+        for hit in hits:
+            if hit.confidence == "high" and hit is not first and hit.doc.id not in linked:
+                why = [*hit.why, f"same error string as {first.doc.id}, which ranks first"]
+                hit = hit.model_copy(update={"confidence": "medium", "why": why})
+            out.append(hit)
+        return out
+
+    def _engine_consistent(self, doc: Document, parsed: ParsedInput) -> bool:
+        """The thread is engine-neutral or about the engine the input runs on (or the default one)."""
+        engine = self.engines.engine.get(doc.id)
+        if engine is None:
+            return True
+        return engine in parsed.engines if parsed.engines else engine == self.engines.default_engine
+
     def _same_engine(self, doc: Document, parsed: ParsedInput) -> bool:
         """The thread is in the tracker (or a fork) of the engine the input runs on.
 
@@ -594,6 +622,9 @@ class Retriever:
         if confidence == "high" and trust_level(doc) == "community":
             confidence = "medium"  # nobody who maintains the project has confirmed this thread
             why.append("unconfirmed: written by an outside account, no maintainer or merged PR backs it")
+        if confidence == "high" and not self._engine_consistent(doc, parsed):
+            confidence = "medium"  # the same words from another engine: a look-alike, not this failure
+            why.append("another engine's thread")
         if confidence == "high" and parsed.other_model:
             confidence = "medium"  # the input is about another model: at best a look-alike
         if not parsed.failure_found:

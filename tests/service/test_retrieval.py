@@ -121,7 +121,7 @@ def test_threads_of_the_named_engine_rank_first(retriever: Retriever) -> None:
 def test_another_engines_thread_with_the_same_error_string_is_not_demoted(retriever: Retriever) -> None:
     result = retriever.search(parse_input("vllm 0.11.0 logs: harmony parser: no reverse mapping found"))
     assert result.hits[0].doc.id == "ollama/ollama#12187"
-    assert result.hits[0].confidence == "high"
+    assert "another engine (ollama)" not in result.hits[0].why
 
 
 def test_the_upstream_thread_a_platform_copy_cites_ranks_above_it(retriever: Retriever) -> None:
@@ -159,3 +159,21 @@ def test_the_calibration_object_sets_the_thresholds() -> None:
     strict = Retriever(card_documents(), None, None, calibration=Calibration(signature_high=1.01))
     parsed = parse_input("ValueError: Expected 2 output messages (reasoning and final), but got 3.")
     assert strict.search(parsed).hits[0].confidence == "medium"
+
+
+def test_only_the_best_thread_and_its_fix_links_are_high(retriever: Retriever) -> None:
+    result = retriever.search(
+        parse_input("openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"),
+        top_k=10,
+    )
+    first = result.hits[0]
+    assert first.confidence == "high"
+    linked = {first.doc.id, *first.doc.fixed_by, *first.doc.fixes, *first.doc.references}
+    assert all(h.doc.id in linked for h in result.hits if h.confidence == "high")
+    assert any("same error string as" in why for h in result.hits for why in h.why)
+
+
+def test_the_same_error_string_from_another_engine_is_not_high(retriever: Retriever) -> None:
+    result = retriever.search(parse_input("sglang 0.5.1: harmony parser: no reverse mapping found"))
+    ollama = next(h for h in result.hits if h.doc.id == "ollama/ollama#12187")
+    assert ollama.confidence == "medium" and "another engine's thread" in ollama.why
