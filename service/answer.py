@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from indexer.documents import Document
 from indexer.sources.github_threads import github_thread_url
 from indexer.trust import trust_level
-from service.models import AdviceOut, FixOut, IssueOut, OriginOut, TokenOut
+from service.models import AdviceOut, Confidence, FixOut, FlagOut, IssueOut, OriginOut, TokenOut
 
 if TYPE_CHECKING:
     from service.retrieval import Hit
@@ -25,6 +25,12 @@ THREAD_KINDS = frozenset({"card", "issue", "pull"})
 MAX_FIXES = 8
 _LIST_ITEM = re.compile(r"^\s{0,6}(?:[-*+]|\d{1,3}[.)])\s+(.{3,400})$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def public_source(source: str) -> str:
+    """A source as answers cite it: reference docs under ``references/`` (the packaged skill's folder and
+    the service's route), so the same string resolves in the skill, on the service and on the page."""
+    return "references/" + source.removeprefix("reference/") if source.startswith("reference/") else source
 
 
 def as_dict(value: Any) -> dict[str, Any]:
@@ -106,6 +112,33 @@ def issue_out(hit: Hit, knowledge: Knowledge) -> IssueOut:
     )
 
 
+CONFIDENCE_BANDS: dict[str, tuple[float, float]] = {"high": (0.7, 1.0), "medium": (0.4, 0.69), "low": (0.0, 0.39)}
+"""The score range each label shows: one monotone mapping from score to label."""
+
+
+def confidence_for(score: float) -> Confidence:
+    """The label of a shown score (the inverse of CONFIDENCE_BANDS)."""
+    return "high" if score >= 0.7 else "medium" if score >= 0.4 else "low"
+
+
+def calibrate(hits: Sequence[Hit]) -> list[Hit]:
+    """Hits in rank order with scores that never rise down the list and labels that follow the score.
+
+    Retrieval ranks by fused evidence and judges confidence from it; its raw 0..1 score is a separate
+    reading. Shown together they contradicted each other (0.92 above 0.95, "medium" at 0.29 above
+    "low" at 0.42). Here each score is placed in its label's band, capped by the score above it, and the
+    label re-read from the capped score: the order stays the retrieval's, a label can only go down.
+    """
+    out: list[Hit] = []
+    ceiling = 1.0
+    for hit in hits:
+        low, high = CONFIDENCE_BANDS[hit.confidence]
+        score = round(min(max(hit.score, low), high, ceiling), 3)
+        out.append(hit.model_copy(update={"score": score, "confidence": confidence_for(score)}))
+        ceiling = score
+    return out
+
+
 def _first_sentences(text: str, limit: int = 300) -> str:
     """The section's opening prose: headings, list items and code left out (they become steps)."""
     prose: list[str] = []
@@ -170,7 +203,7 @@ def section_fix(section: Document, *, also_cites: str | None = None) -> FixOut:
         body = "\n".join(lines)
         lead = _first_sentences(_EMPHASIS.sub(r"\1", body))
     steps = _items(blocks["fix"]) if "fix" in blocks else _items(section.text.splitlines())
-    sources = [section.id] + ([also_cites] if also_cites else [])
+    sources = [public_source(section.id)] + ([also_cites] if also_cites else [])
     summary = f"{section.title}: {lead}" if lead else section.title
     return FixOut(summary=summary, steps=steps[:6], sources=sources, confirmed=False)
 
@@ -238,7 +271,7 @@ def build_fixes(
         if hit.doc.kind == "reference-section":
             candidates = [section_fix(hit.doc)]
         for fix in candidates:
-            key = fix.sources[0] if fix.sources[0].startswith(("reference/", "skill/")) else fix.summary
+            key = fix.sources[0] if fix.sources[0].startswith(("references/", "skill/")) else fix.summary
             if key in seen:
                 continue
             seen.add(key)
@@ -256,8 +289,8 @@ def advice_out(items: Iterable[Any]) -> list[AdviceOut]:
         out.append(
             AdviceOut(
                 summary=str(data.get("summary", "")),
-                flags=[str(f) for f in data.get("flags", []) or []],
-                sources=[str(s) for s in data.get("sources", []) or []],
+                flags=[FlagOut.model_validate(f) for f in data.get("flags", []) or []],
+                sources=[public_source(str(s)) for s in data.get("sources", []) or []],
             )
         )
     return out
@@ -278,3 +311,27 @@ def tokens_out(tokens: Iterable[Any]) -> list[TokenOut]:
         decoded = None if text is None else str(text)
         out.append(TokenOut(id=int(data["id"]), text=decoded, special=bool(data["special"])))
     return out
+
+
+def _words(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9_.<|>=-]+", text.lower()))
+
+
+def without_repeats(advice: Sequence[AdviceOut], fixes: Sequence[FixOut]) -> list[AdviceOut]:
+    """Advice minus what the fixes already say: a card's fix or workaround appears once, as a fix."""
+    said = {_words(t) for fix in fixes for t in [fix.summary, *fix.steps] if t.strip()}
+    out: list[AdviceOut] = []
+    for item in advice:
+        head, sep, rest = item.summary.partition(": ")
+        if sep and head.startswith("From "):
+            # Card advice: "From owner/repo#N: step / step"; keep only the steps no fix states.
+            steps = [step for step in rest.split(" / ") if _words(step) not in said]
+            if not steps and not item.flags:
+                continue
+            summary = f"{head}: " + (" / ".join(steps) if steps else "the settings it changes (steps under fixes)")
+            item = item.model_copy(update={"summary": summary})
+        elif _words(item.summary) in said:
+            continue
+        out.append(item)
+    return out
+

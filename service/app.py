@@ -14,7 +14,7 @@ from fastapi.openapi.utils import get_openapi
 from service.api.drain import DrainRefusedBody
 from service.api.errors import install_error_handlers
 from service.api.identity import IdentifyMiddleware
-from service.api.routes import check, lookup, status, ui
+from service.api.routes import check, lookup, reference, status, ui
 from service.config import Settings, load_settings
 from service.models import Problem
 from service.runtime import Loader, Runtime, default_loader
@@ -67,6 +67,7 @@ def create_app(
     app.include_router(check.router)
     app.include_router(status.router)
     app.include_router(ui.router)
+    app.include_router(reference.router)
     from service.api.mcp_mount import mount_mcp  # the MCP SDK loads only when an app is built
 
     mount_mcp(app, settings, lambda: runtime.engine, not_ready_detail=runtime.not_ready_detail)

@@ -22,7 +22,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from service.analysis.input import ParsedInput, parse_input
-from service.answer import Knowledge, advice_out, build_fixes, is_thread, issue_out, origin_out, tokens_out
+from service.answer import (
+    Knowledge,
+    advice_out,
+    build_fixes,
+    calibrate,
+    is_thread,
+    issue_out,
+    origin_out,
+    tokens_out,
+    without_repeats,
+)
 from service.config import Settings
 from service.errors import NotReady
 from service.models import AnalysisOut, IndexInfo, LookupResponse, QueryInfo
@@ -31,6 +41,7 @@ if TYPE_CHECKING:
     from indexer.documents import Document
     from indexer.embedding import Embedder
     from service.analysis.harmony import HarmonyAnalyzer
+    from service.diagnosis import Problems
     from service.retrieval import RetrievalResult, Retriever
 
 log = logging.getLogger(__name__)
@@ -95,6 +106,7 @@ class _Snapshot:
     documents: list[Document]
     retriever: Retriever
     knowledge: Knowledge
+    problems: Problems
     index: IndexInfo
     status: dict[str, Any]
     lexical: Retriever | None = field(default=None)
@@ -210,6 +222,7 @@ class LookupEngine:
     def _lookup(self, text: str, top_k: int, repos: Sequence[str] | None) -> LookupResponse:
         from service.analysis.advice import advise
         from service.analysis.origin import categorize, classify_origin
+        from service.diagnosis import diagnose
         from service.retrieval import RetrievalResult
 
         budget = Budget(self.settings.lookup_budget)
@@ -225,11 +238,14 @@ class LookupEngine:
             result = self._search(snap, parsed, top_k, repos)
         else:
             result = RetrievalResult(hits=[], confident=False)
-        hits = [h for h in result.hits if is_thread(h.doc)][:top_k]
+        hits = calibrate([h for h in result.hits if is_thread(h.doc)][:top_k])
         confident = [h for h in hits if h.confidence != "low"]
         # Origin and advice see only hits worth trusting: noise must not steer the diagnosis.
         evidence = [h.doc for h in confident]
-        no_match = not result.confident or not confident
+        diagnosis = diagnose(parsed, snap.problems, snap.knowledge, hits=confident, sections=result.sections)
+        # An error string a known problem lists is a match to trust even when no thread is close.
+        sure = diagnosis is not None and diagnosis.confidence == "high"
+        no_match = not sure and (not any(h.confidence == "high" for h in hits) or not confident)
         # Reference sections are offered as fixes when they match strongly on their own or cite a
         # thread we trust; the skill's own sections are instructions, not fixes.
         trusted = {h.doc.id for h in confident}
@@ -239,7 +255,15 @@ class LookupEngine:
             if h.doc.id.startswith("reference/")
             and (h.confidence == "high" or trusted.intersection(h.doc.references))
         ]
+        fixes = (
+            []
+            if no_match
+            else build_fixes(
+                [*confident, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
+            )
+        )
         return LookupResponse(
+            diagnosis=diagnosis,
             query=QueryInfo(signatures=list(parsed.signatures), normalized="\n".join(parsed.normalized)),
             analysis=AnalysisOut(
                 origin=origin_out(classify_origin(parsed, evidence)),
@@ -256,12 +280,8 @@ class LookupEngine:
             ),
             issues=[issue_out(h, snap.knowledge) for h in hits],
             no_confident_match=no_match,
-            fixes=[]
-            if no_match
-            else build_fixes(
-                [*confident, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
-            ),
-            advice=advice_out(advise(parsed, evidence)) if budget.allows("advice") else [],
+            fixes=fixes,
+            advice=without_repeats(advice_out(advise(parsed, evidence)), fixes) if budget.allows("advice") else [],
             index=snap.index,
             degraded=result.degraded,
             partial=self._partial(budget),
@@ -370,6 +390,7 @@ class LookupEngine:
             pass
 
     def _load(self, generation: str) -> _Snapshot:
+        from service.diagnosis import Problems
         from service.retrieval import Retriever
 
         retriever = Retriever.from_store(self.store, self.embedder)
@@ -380,6 +401,7 @@ class LookupEngine:
             documents=documents,
             retriever=retriever,
             knowledge=Knowledge(documents),
+            problems=Problems.load(self.settings.docs_dir),
             index=index_info(status),
             status=status,
         )

@@ -27,7 +27,7 @@ from service.check.facts import MAX_CHECK_CHARS
 from service.check.models import CheckRequest, CheckResponse
 from service.config import Settings
 from service.errors import DoctorError, NotReady
-from service.models import MAX_ERROR_CHARS, LookupResponse
+from service.models import MAX_ERROR_CHARS, DiagnosisOut, FixOut, LookupResponse, OriginOut, TokenOut
 
 if TYPE_CHECKING:
     from service.engine import LookupEngine
@@ -78,6 +78,68 @@ class Backend(Protocol):
     def get(self, doc_id: str) -> Document | None:
         """One indexed document, or None (also when no index has been built)."""
         ...
+
+
+MAX_BRIEF_TITLE = 160
+MAX_BRIEF_FIXES = 2
+
+
+class BriefIssue(BaseModel):
+    """One ranked issue, without the matching evidence."""
+
+    id: str = Field(description="owner/repo#N; get_issue gives the details")
+    title: str
+    state: str | None
+    confidence: str = Field(description="high, medium or low (rises with the score)")
+    score: float
+    url: str | None
+    fixed_by: list[str] = Field(default=[], description="PRs that fix it")
+
+
+class LookupBrief(BaseModel):
+    """What an agent acts on: the verdict and its actions, the origin, decoded tokens and the top issues.
+
+    The evidence behind it (why each issue matched, every fix and advice item) is the HTTP service's
+    ``POST /lookup`` or ``gptoss-doctor lookup --json``.
+    """
+
+    diagnosis: DiagnosisOut | None = Field(
+        description="The known problem, its status for the user's version and up to three actions with "
+        "sources (references/<doc>.md#anchor are the reference docs; read them as resources); null when no "
+        "known problem matches"
+    )
+    no_confident_match: bool = Field(description="True when nothing is close: say so rather than guess")
+    origin: OriginOut
+    tokens: list[TokenOut] = Field(default=[], description="Token ids the input names, decoded")
+    versions: dict[str, str] = Field(default={}, description="Versions seen in the input")
+    issues: list[BriefIssue]
+    fixes: list[FixOut] = Field(
+        default=[], description="Without a diagnosis: the closest fixes (at most two), each with sources"
+    )
+
+
+def brief(answer: LookupResponse) -> LookupBrief:
+    """The compact form of a /lookup answer (about 3 KB for a typical error)."""
+    return LookupBrief(
+        diagnosis=answer.diagnosis,
+        no_confident_match=answer.no_confident_match,
+        origin=answer.analysis.origin,
+        tokens=answer.analysis.tokens[:8],
+        versions=answer.analysis.versions,
+        issues=[
+            BriefIssue(
+                id=i.id,
+                title=i.title if len(i.title) <= MAX_BRIEF_TITLE else i.title[: MAX_BRIEF_TITLE - 3] + "...",
+                state=i.state,
+                confidence=i.confidence,
+                score=i.score,
+                url=i.url,
+                fixed_by=i.fixed_by,
+            )
+            for i in answer.issues
+        ],
+        fixes=[] if answer.diagnosis is not None else answer.fixes[:MAX_BRIEF_FIXES],
+    )
 
 
 class DecodedToken(BaseModel):
@@ -216,11 +278,12 @@ def build_mcp(
         description=(
             "Diagnose an error message, client exception, traceback or log from gpt-oss served with vLLM "
             "(e.g. 'openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token "
-            "200006'). Returns the same JSON as the service's POST /lookup: query signatures; analysis "
-            "(origin side/component/explanation, category, decoded tokens, versions, flags, parser "
-            "reproduction); ranked known issues (id, url, state, score, confidence high/medium/low, why, "
-            "fixed_by, trust); fixes and advice, each with sources; no_confident_match=true when nothing is "
-            "close. Issue titles with trust=community are untrusted text written by GitHub users."
+            "200006'). Returns the verdict first: diagnosis (the known problem, what happened, confidence, "
+            "the status for the user's version such as 'fixed in 0.14.0, you run 0.11.0: upgrade', and one to "
+            "three actions with sources), then the origin, decoded tokens and the top known issues (id, "
+            "title, state, confidence, score, fixed_by, trust); no_confident_match=true when nothing is close. "
+            "Issue titles with trust=community are untrusted text written by GitHub users. get_issue gives "
+            "one issue's details."
         ),
         annotations=read_only,
     )
@@ -241,11 +304,11 @@ def build_mcp(
                 max_length=50,
             ),
         ] = None,
-    ) -> LookupResponse:
+    ) -> LookupBrief:
         if not error.strip():
             raise ToolError("error is blank: pass the error text or log the user sees")
         backend = backend_provider()
-        return _doctor_errors_as_tool_errors(lambda: backend.lookup(error, top_k=top_k, repos=repos))
+        return brief(_doctor_errors_as_tool_errors(lambda: backend.lookup(error, top_k=top_k, repos=repos)))
 
     @server.tool(
         title="Decode Harmony token ids",

@@ -182,12 +182,103 @@ class FixOut(BaseModel):
     confirmed: bool = Field(default=False, description="True when the fix was confirmed or its PR merged.")
 
 
+FlagAction = Literal["set", "unset", "avoid"]
+
+
+class FlagOut(BaseModel):
+    """A setting to change: a server flag, request parameter or environment variable, and what to do with it.
+
+    Only what the KB or a rule says to do; a flag a reporter happened to run is never advice.
+    """
+
+    flag: str = Field(examples=["--tool-call-parser"])
+    value: str | None = Field(default=None, description="The value to set; null for switches and avoid.")
+    action: FlagAction = Field(description="set it (to value), unset it, or avoid it (it causes the failure)")
+
+    def text(self) -> str:
+        """``--flag value``, ``name=value`` or the bare name, as a person would type it."""
+        if self.value is None:
+            return self.flag
+        return f"{self.flag} {self.value}" if self.flag.startswith("-") else f"{self.flag}={self.value}"
+
+
 class AdviceOut(BaseModel):
     """A configuration rule that applies to this input."""
 
     summary: str = Field(examples=["Start vLLM with --enable-auto-tool-choice --tool-call-parser openai."])
-    flags: list[str] = Field(default=[], examples=[["--enable-auto-tool-choice", "--tool-call-parser openai"]])
+    flags: list[FlagOut] = Field(
+        default=[],
+        examples=[
+            [
+                {"flag": "--tool-call-parser", "value": "openai", "action": "set"},
+                {"flag": "ignore_eos", "value": None, "action": "avoid"},
+            ]
+        ],
+    )
     sources: list[str] = Field(default=[])
+
+
+ActionKind = Literal["set", "unset", "avoid", "upgrade", "workaround", "check"]
+VerdictStatus = Literal["affected", "has-fix", "fixed", "unreleased", "no-release", "no-fix", "not-a-bug", "setup"]
+
+
+class ActionOut(BaseModel):
+    """One thing to do, with the setting it changes and where that comes from."""
+
+    kind: ActionKind = Field(
+        description="set / unset / avoid a setting, upgrade to a release that has the fix, apply a workaround, "
+        "or check something",
+        examples=["avoid"],
+    )
+    target: str | None = Field(
+        default=None, description="The flag, parameter, file or package it acts on", examples=["ignore_eos"]
+    )
+    value: str | None = Field(default=None, description="The value to set, or the release to upgrade to")
+    when: str | None = Field(default=None, description="The condition under which it applies, when it has one")
+    text: str = Field(description="The action in one line", examples=["Don't send ignore_eos to gpt-oss."])
+    sources: list[str] = Field(
+        min_length=1, description="Reference sections (reference/<doc>.md#anchor) and issue ids backing it"
+    )
+
+
+class VerdictOut(BaseModel):
+    """The problem's status for the version the input shows."""
+
+    status: VerdictStatus = Field(
+        description="affected: a release has the fix and yours is older (upgrade); has-fix: your version "
+        "already has it (look elsewhere); fixed: a release has it, your version is unknown; unreleased: merged "
+        "but in no (verified) release; no-release: only open PRs; no-fix: nothing known; not-a-bug: a "
+        "misuse or a limit that settings avoid; setup: a configuration topic",
+        examples=["affected"],
+    )
+    text: str = Field(examples=["Fixed in vLLM 0.14.0, you run 0.11.0: upgrade."])
+    package: str | None = Field(default=None, examples=["vllm"])
+    fixed_in: str | None = Field(default=None, description="The first release with the fix", examples=["0.14.0"])
+    your_version: str | None = Field(default=None, examples=["0.11.0"])
+    fix_prs: list[str] = Field(default=[], description="Merged PRs that fix it")
+    open_prs: list[str] = Field(default=[], description="Open PRs: proposals, never a fix")
+    release_verified: bool = Field(
+        default=False,
+        description="True when fixed_in comes from the GitHub sync comparing the merge commit with the release "
+        "tags; false when it comes from the reference docs or is unknown",
+    )
+
+
+class DiagnosisOut(BaseModel):
+    """The verdict: the known problem behind the input, its status for your version and what to do."""
+
+    problem: str = Field(
+        description="The reference section of the problem",
+        examples=["reference/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"],
+    )
+    title: str = Field(examples=["Unexpected token 200002 while expecting start token 200006"])
+    kind: Literal["error", "setup"]
+    summary: str = Field(description="What happened, in one sentence")
+    confidence: Confidence
+    why: str = Field(description="What in the input points at this problem")
+    verdict: VerdictOut
+    actions: list[ActionOut] = Field(max_length=3, description="One to three actions, most useful first")
+    sources: list[str] = Field(default=[], description="The problem's section and the threads it rests on")
 
 
 class IndexInfo(BaseModel):
@@ -202,9 +293,16 @@ class IndexInfo(BaseModel):
 class LookupResponse(BaseModel):
     """The diagnosis of one pasted error or log."""
 
+    diagnosis: DiagnosisOut | None = Field(
+        default=None,
+        description="The verdict first: the known problem, its status for your version and up to three actions; "
+        "null when no known problem is behind the input (issues, fixes and advice are the evidence).",
+    )
     query: QueryInfo
     analysis: AnalysisOut
-    issues: list[IssueOut] = Field(description="Known issues, best first; low-confidence ones are marked so.")
+    issues: list[IssueOut] = Field(
+        description="Known issues, best first (sorted by score; confidence rises with the score)."
+    )
     no_confident_match: bool = Field(
         description="True when no issue is close enough to trust: the answer says so instead of guessing."
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import shutil
@@ -187,6 +188,28 @@ def test_links_must_stay_inside_the_package(tmp_path: Path) -> None:
 # --- scripts/lookup.py against a real local HTTP server --------------------------------------------
 
 ANSWER: dict[str, Any] = {
+    "diagnosis": {
+        "problem": "references/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006",
+        "title": "Unexpected token 200002 while expecting start token 200006",
+        "kind": "error",
+        "summary": "The model wrote <|return|> where the parser expected the next message to start.",
+        "confidence": "high",
+        "why": "the input quotes its error string",
+        "verdict": {
+            "status": "no-release",
+            "text": "No release has a fix (open PR vllm-project/vllm#56216): use the workaround.",
+            "open_prs": ["vllm-project/vllm#56216"],
+        },
+        "actions": [
+            {
+                "kind": "avoid",
+                "target": "ignore_eos",
+                "text": "Don't send ignore_eos to gpt-oss.",
+                "sources": ["references/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"],
+            }
+        ],
+        "sources": ["references/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"],
+    },
     "query": {
         "signatures": ["openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"],
         "normalized": "openai_harmony.harmonyerror: unexpected token <n> while expecting start token <n>",
@@ -226,14 +249,14 @@ ANSWER: dict[str, Any] = {
         {
             "summary": "Do not send ignore_eos to gpt-oss.",
             "steps": ["Remove ignore_eos from the request or the benchmark client."],
-            "sources": ["reference/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"],
+            "sources": ["references/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"],
             "confirmed": False,
         }
     ],
     "advice": [
         {
             "summary": "ignore_eos runs generation past <|return|>.",
-            "flags": ["ignore_eos"],
+            "flags": [{"flag": "ignore_eos", "action": "avoid"}],
             "sources": ["vllm-project/guidellm#979"],
         }
     ],
@@ -348,18 +371,34 @@ def test_lookup_prints_a_compact_answer(lookup_server: ThreadingHTTPServer) -> N
     result = _run([error], url=_url(lookup_server))
     assert result.returncode == 0, result.stderr
     out = result.stdout
+    lines = out.splitlines()
+    assert lines[0] == "Diagnosis: Unexpected token 200002 while expecting start token 200006 (high confidence)"
+    assert "Status: No release has a fix (open PR vllm-project/vllm#56216): use the workaround." in lines
+    assert "  1. [avoid] Don't send ignore_eos to gpt-oss." in lines
+    section = "references/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"
+    assert f"     sources: {section}" in lines
     assert "Origin: server / harmony-parser" in out
-    assert "200002='<|return|>' (special)" in out
+    assert "200002='<|return|>'" in out
     assert "vllm-project/vllm#50690 [open, high]" in out
     assert "https://github.com/vllm-project/vllm/issues/50690" in out
-    assert "fixed by: vllm-project/vllm#56216" in out
-    assert "Do not send ignore_eos to gpt-oss." in out
-    assert "flags: ignore_eos" in out
+    assert "Do not send ignore_eos to gpt-oss." not in out, "the evidence stays in --json"
+    assert len(lines) <= 20
     [request] = lookup_server.requests  # type: ignore[attr-defined]
     assert request["path"] == "/lookup"
     assert request["type"] == "application/json"
     assert request["body"] == {"error": error, "top_k": 5}
     assert request["auth"] is None
+
+
+def test_lookup_without_a_diagnosis_shows_the_closest_fixes(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("skill_lookup", LOOKUP_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.render({**ANSWER, "diagnosis": None})
+    assert out.splitlines()[0] == "No known problem in the references matches; the closest issues follow."
+    assert "Fix: Do not send ignore_eos to gpt-oss." in out
+    assert "  * Remove ignore_eos from the request or the benchmark client." in out
 
 
 def test_lookup_reads_stdin_sends_top_k_and_the_token(lookup_server: ThreadingHTTPServer) -> None:

@@ -37,7 +37,7 @@ def github_slug(text: str, seen: dict[str, int] | None = None) -> str:
     return slug if count == 0 else f"{slug}-{count}"
 
 
-def _inline_text(token: Token) -> str:
+def inline_text(token: Token) -> str:
     """Plain text of an inline token (what GitHub slugs): code spans keep their content."""
     parts: list[str] = []
     for child in token.children or []:
@@ -96,7 +96,7 @@ def parse_markdown(source: str, rel_path: str) -> list[Document]:
     for i, token in enumerate(tokens):
         if token.type == "heading_open" and token.map:
             level = int(token.tag[1:])
-            title = _inline_text(tokens[i + 1])
+            title = inline_text(tokens[i + 1])
             current.end = token.map[0]
             while trail and trail[-1].level >= level:
                 trail.pop()

@@ -18,6 +18,7 @@ from indexer.documents import Card, Document
 from indexer.sources.cards import bundled_cards
 from service.analysis.input import ParsedInput
 from service.analysis.origin import categorize, text_window
+from service.models import FlagAction, FlagOut
 
 # Harmony stop tokens, as openai-harmony's HARMONY_GPT_OSS encoding reports them
 # (stop_tokens_for_assistant_actions(): <|call|>, <|return|>); tests pin them to the real library.
@@ -28,10 +29,24 @@ class Advice(BaseModel):
     """One piece of configuration advice."""
 
     summary: str = Field(description="What to change and why")
-    flags: list[str] = Field(default=[], description="Server flags, request params or env vars involved")
+    flags: list[FlagOut] = Field(default=[], description="Settings to set, unset or avoid (never what was seen)")
     sources: list[str] = Field(
         default=[], description="Issue ids (owner/repo#N) or reference/<doc>.md#anchor"
     )
+
+
+def flag(text: str, action: FlagAction) -> FlagOut:
+    """``--flag value``, ``name=value`` or a bare name as a typed setting; avoid keeps no truthy value."""
+    text = text.strip().strip("`")
+    if "=" in text:
+        name, value = (part.strip() for part in text.split("=", 1))
+    elif " " in text:
+        name, value = (part.strip() for part in text.split(None, 1))
+    else:
+        name, value = text, ""
+    if action == "avoid" and value.lower() in {"true", "1", "yes", ""}:
+        return FlagOut(flag=name, action=action)
+    return FlagOut(flag=name, value=value or None, action=action)
 
 
 # --- what the input shows --------------------------------------------------------------------------
@@ -251,7 +266,7 @@ def _tool_parser_advice(
         advice.append(
             Advice(
                 summary=summary,
-                flags=["--tool-call-parser openai", "--enable-auto-tool-choice"],
+                flags=[flag("--tool-call-parser openai", "set"), flag("--enable-auto-tool-choice", "set")],
                 sources=_sources(hits, r"enable-auto-tool-choice|tool-call-parser[ =]openai")
                 + ([minimum[1]] if minimum else []),
             )
@@ -264,7 +279,6 @@ def _tool_parser_advice(
                 summary=f"Upgrade vLLM to {minimum[0]} or newer: {shown} does not have the "
                 "`openai` tool-call parser "
                 "that gpt-oss tool calling needs.",
-                flags=["--tool-call-parser openai"],
                 sources=[minimum[1], *_hit_sources(hits, r"invalid tool call parser")][:3],
             )
         )
@@ -286,7 +300,7 @@ def _tool_choice_advice(parsed: ParsedInput, hits: Sequence[Document], flags: di
             'handles tool_choice "auto"; "required" or a named function is ignored (or rejected on the '
             'Responses API), so validate tool calls on the client or send tool_choice "auto" with clear '
             "instructions.",
-            flags=[f"tool_choice={choice}", "tool_choice=auto"],
+            flags=[flag("tool_choice=auto", "set")],
             sources=_sources(hits, r"tool_choice\W{0,3}(?:required|auto)|only supports auto"),
         )
     ]
@@ -307,7 +321,7 @@ def _reasoning_advice(
             "is returned in the "
             "reasoning field instead of mixing with the answer; clients that read `reasoning_content` vs "
             "`reasoning` may need to match the field your vLLM version returns.",
-            flags=["--reasoning-parser openai_gptoss"],
+            flags=[flag("--reasoning-parser openai_gptoss", "set")],
             sources=_sources(hits, r"reasoning-parser[ =]openai_gptoss"),
         )
     ]
@@ -323,7 +337,7 @@ def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) 
             "local folder and set `TIKTOKEN_ENCODINGS_BASE=<that folder>` in the server's "
             "environment before it "
             "starts, so openai-harmony does not try to download it.",
-            flags=["TIKTOKEN_ENCODINGS_BASE"],
+            flags=[flag("TIKTOKEN_ENCODINGS_BASE", "set")],
             sources=_sources(hits, r"TIKTOKEN_ENCODINGS_BASE"),
         )
     ]
@@ -342,7 +356,7 @@ def _stop_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str,
             "and the Harmony parser "
             "rejects the extra token. Keep the model's generation_config.json eos_token_id list (it includes "
             f"{RETURN_TOKEN} and {CALL_TOKEN}) so the server stops there.",
-            flags=["ignore_eos=false", "min_tokens"],
+            flags=[flag("ignore_eos", "avoid"), flag("min_tokens", "avoid")],
             sources=_sources(hits, r"ignore_eos"),
         )
     ]
@@ -359,7 +373,10 @@ def _attention_advice(parsed: ParsedInput, hits: Sequence[Document], category: s
             "not provide: select "
             "vLLM's Triton attention backend, `--attention-backend TRITON_ATTN` (older releases: "
             "`VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1`), which supports sinks on every CUDA GPU.",
-            flags=["--attention-backend TRITON_ATTN", "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1"],
+            flags=[
+                flag("--attention-backend TRITON_ATTN", "set"),
+                flag("VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1", "set"),
+            ],
             sources=_sources(hits, r"TRITON_ATTN"),
         )
     ]
@@ -445,35 +462,38 @@ def _version_advice(parsed: ParsedInput, hits: Sequence[Document]) -> list[Advic
             )
         else:
             summary = f"Your vLLM {version} already has {source} (vLLM {target}): not the cause here."
-        advice.append(Advice(summary=summary, flags=[], sources=sorted({doc.id, source})))
+        advice.append(Advice(summary=summary, sources=sorted({doc.id, source})))
     return advice
 
 
+def card_flags(doc: Document) -> list[FlagOut]:
+    """The flags a card says to set (role fix) or to avoid (role avoid); context flags are what a
+    reporter ran, and a flag without a role counts as context: neither is ever advice."""
+    out: list[FlagOut] = []
+    for text in doc.flags:
+        role = doc.flag_roles.get(text, "context")
+        if role == "fix":
+            out.append(flag(text, "set"))
+        elif role == "avoid":
+            out.append(flag(text, "avoid"))
+    return out
+
+
 def _card_advice(hits: Sequence[Document]) -> list[Advice]:
-    """Each hit's own fix and workarounds, with the flags it names."""
+    """Each hit's own fix and workarounds, with the flags the card says to set or avoid."""
     advice: list[Advice] = []
     for doc in hits:
         steps: list[str] = []
         if doc.fix and (doc.fix_confirmed or doc.state == "merged"):
             steps.append(doc.fix)
         steps.extend(doc.workarounds)
-        if not steps and not doc.flags:
+        typed = card_flags(doc)
+        if not steps and not typed:
             continue
         if not steps:
-            steps.append(f"The settings involved in {doc.id}: " + ", ".join(doc.flags))
-        mentioned = [f for f in doc.flags if _mentioned(f, steps)] or list(doc.flags)
-        advice.append(
-            Advice(summary=f"From {doc.id}: " + " / ".join(steps), flags=mentioned[:6], sources=[doc.id])
-        )
+            steps.append(f"The settings {doc.id} points at: " + ", ".join(f"{f.action} {f.text()}" for f in typed))
+        advice.append(Advice(summary=f"From {doc.id}: " + " / ".join(steps), flags=typed[:6], sources=[doc.id]))
     return advice
-
-
-def _mentioned(flag: str, steps: Sequence[str]) -> bool:
-    core = re.split(r"[= ]", flag.strip("-`"), maxsplit=1)[0]
-    if len(core) < 5:
-        return False
-    rx = re.compile(rf"(?<![\w-]){re.escape(core)}(?![\w-])")
-    return any(rx.search(step) for step in steps)
 
 
 def _dedupe(items: Iterable[Advice]) -> list[Advice]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
@@ -73,10 +74,78 @@ def lookup_local(text: str, top_k: int, repos: list[str] | None) -> dict[str, An
         engine.close()
 
 
-def render(answer: LookupResponse, console: Console) -> None:
-    """The answer for a person: origin, tokens, issues, fixes, advice."""
+_MD_LINK = re.compile(r"\[([^\]\n]{1,200})\]\(([^)\s]{1,300})\)")
+BRIEF_ISSUES = 3
+
+
+def plain(text: str) -> str:
+    """Markdown links as ``text (target)``: a terminal shows paths and URLs, not link syntax."""
+    return _MD_LINK.sub(lambda m: m[1] if m[1] == m[2] else f"{m[1]} ({m[2]})", text)
+
+
+def source_text(source: str, base_url: str | None) -> str:
+    """A source as the terminal shows it: a URL on the service when there is one, else the path."""
+    if base_url and source.startswith("references/"):
+        return f"{base_url.rstrip('/')}/{source}"
+    return source
+
+
+def _sources_line(sources: list[str], base_url: str | None) -> str:
+    return "sources: " + ", ".join(source_text(s, base_url) for s in sources)
+
+
+def render_verdict(answer: LookupResponse, console: Console, *, base_url: str | None = None) -> None:
+    """The verdict first: the problem, what happened, the status for your version, up to three actions."""
+    diagnosis = answer.diagnosis
+    analysis = answer.analysis
+    if diagnosis is not None:
+        console.print(f"[bold]{escape(plain(diagnosis.title))}[/bold] ({diagnosis.confidence} confidence)")
+        console.print(escape(plain(diagnosis.summary)))
+        console.print(f"[bold]Status:[/bold] {escape(plain(diagnosis.verdict.text))}")
+        console.print("[bold]Do:[/bold]")
+        for number, action in enumerate(diagnosis.actions, start=1):
+            console.print(f" {number}. [{escape(action.kind)}] {escape(plain(action.text))}")
+            console.print(f"    [dim]{escape(_sources_line(action.sources, base_url))}[/dim]")
+        console.print(f"[dim]More: {escape(source_text(diagnosis.problem, base_url))}[/dim]")
+    elif answer.no_confident_match:
+        console.print("[yellow]No confident match:[/yellow] no known issue is close to this error.")
+    else:
+        console.print("[bold]No known problem in the reference docs matches;[/bold] the closest issues:")
+    origin = analysis.origin
+    line = f"[bold]Origin:[/bold] {escape(origin.side)} ({escape(origin.component)})"
+    if analysis.tokens:
+        decoded = ", ".join(f"{t.id}={t.text if t.text is not None else '?'}" for t in analysis.tokens[:4])
+        line += f"; tokens {escape(decoded)}"
+    console.print(line)
+    if answer.issues:
+        console.print("[bold]Top issues:[/bold]")
+        for issue in answer.issues[:BRIEF_ISSUES]:
+            head = f" {issue.id} ({issue.state or '?'}, {issue.confidence} {issue.score:.2f}) "
+            room = max(20, (console.width or 80) - len(head) - 1)
+            title = issue.title if len(issue.title) <= room else issue.title[: room - 3] + "..."
+            console.print(escape(head + title), no_wrap=True, overflow="ellipsis")
+    if diagnosis is None and answer.fixes:
+        fix = answer.fixes[0]
+        console.print(f"[bold]Closest fix:[/bold] {escape(plain(fix.summary))}")
+        console.print(f"  [dim]{escape(_sources_line(fix.sources, base_url))}[/dim]")
+    if answer.degraded:
+        console.print("[yellow]degraded:[/yellow] semantic search was unavailable; lexical matches only.")
+    console.print("[dim](--full: decoded tokens, every issue, fixes and advice)[/dim]")
+
+
+def render(answer: LookupResponse, console: Console, *, base_url: str | None = None) -> None:
+    """The whole answer for a person: verdict, origin, tokens, issues, fixes, advice."""
     analysis = answer.analysis
     origin = analysis.origin
+    if answer.diagnosis is not None:
+        d = answer.diagnosis
+        console.print(f"[bold]Diagnosis:[/bold] {escape(plain(d.title))} ({d.confidence} confidence)")
+        console.print(f"  {escape(plain(d.summary))}")
+        console.print(f"  [bold]Status:[/bold] {escape(plain(d.verdict.text))}")
+        for number, action in enumerate(d.actions, start=1):
+            console.print(f"  {number}. [{escape(action.kind)}] {escape(plain(action.text))}")
+            console.print(f"     [dim]{escape(_sources_line(action.sources, base_url))}[/dim]", soft_wrap=True)
+        console.print()
     console.print(
         f"[bold]Origin:[/bold] {escape(origin.side)} ({escape(origin.component)}), "
         f"category {escape(analysis.category)}: {escape(origin.explanation)}"
@@ -127,17 +196,18 @@ def render(answer: LookupResponse, console: Console) -> None:
         console.print("\n[bold]Fixes[/bold]")
         for number, fix in enumerate(answer.fixes, start=1):
             mark = " [green](confirmed)[/green]" if fix.confirmed else ""
-            console.print(f"{number}. {escape(fix.summary)}{mark}")
+            console.print(f"{number}. {escape(plain(fix.summary))}{mark}")
             for step in fix.steps:
-                console.print(f"   - {escape(step)}")
-            console.print(f"   [dim]sources: {escape(', '.join(fix.sources))}[/dim]", soft_wrap=True)
+                console.print(f"   - {escape(plain(step))}")
+            console.print(f"   [dim]{escape(_sources_line(fix.sources, base_url))}[/dim]", soft_wrap=True)
     if answer.advice:
         console.print("\n[bold]Advice[/bold]")
         for item in answer.advice:
-            flags = f" [cyan]{escape(' '.join(item.flags))}[/cyan]" if item.flags else ""
-            console.print(f"- {escape(item.summary)}{flags}")
+            flags = " ".join(f"{f.action} {f.text()}" for f in item.flags)
+            shown = f" [cyan]({escape(flags)})[/cyan]" if flags else ""
+            console.print(f"- {escape(plain(item.summary))}{shown}")
             if item.sources:
-                console.print(f"  [dim]sources: {escape(', '.join(item.sources))}[/dim]", soft_wrap=True)
+                console.print(f"  [dim]{escape(_sources_line(item.sources, base_url))}[/dim]", soft_wrap=True)
     index = answer.index
     built = index.built_at.isoformat(timespec="minutes") if index.built_at else "unknown"
     console.print(f"\n[dim]index: {index.documents} documents, {index.issues} issues, built {built}[/dim]")
@@ -153,6 +223,7 @@ def render(answer: LookupResponse, console: Console) -> None:
 @click.option("-k", "--top-k", default=5, show_default=True, type=click.IntRange(1, 50), help="Issues to show.")
 @click.option("--repo", "repos", multiple=True, help="Only issues from this owner/name repo (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the API's JSON answer.")
+@click.option("--full", is_flag=True, help="Show the evidence too: tokens, every issue, fixes and advice.")
 @click.option(
     "--url",
     envvar="GPTOSS_DOCTOR_URL",
@@ -163,13 +234,19 @@ def render(answer: LookupResponse, console: Console) -> None:
     envvar="GPTOSS_DOCTOR_READ_TOKEN",
     help="Bearer token for a service that requires one (--url).",
 )
-def lookup(text: str, top_k: int, repos: tuple[str, ...], as_json: bool, url: str | None, token: str | None) -> None:
+def lookup(
+    text: str, top_k: int, repos: tuple[str, ...], as_json: bool, full: bool, url: str | None, token: str | None
+) -> None:
     """Diagnose TEXT (an error line, a client exception or a log); - reads stdin.
+
+    The verdict comes first (the known problem, its status for your version, what to do); --full adds
+    the evidence.
 
     \b
     Examples:
       gptoss-doctor lookup "Unexpected token 200002 while expecting start token 200006"
       docker logs vllm 2>&1 | tail -200 | gptoss-doctor lookup -
+      gptoss-doctor lookup --full "Unknown role: assistantary"
       gptoss-doctor lookup --url http://127.0.0.1:20120 --json "HarmonyError: ..."
     """
     error = read_input(text)
@@ -181,4 +258,6 @@ def lookup(text: str, top_k: int, repos: tuple[str, ...], as_json: bool, url: st
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))
         return
-    render(LookupResponse.model_validate(data), Console(highlight=False))
+    answer = LookupResponse.model_validate(data)
+    console = Console(highlight=False)
+    (render if full else render_verdict)(answer, console, base_url=url)

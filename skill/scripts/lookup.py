@@ -142,86 +142,71 @@ def _get(mapping: Any, key: str, default: Any = None) -> Any:
     return mapping.get(key, default) if isinstance(mapping, dict) else default
 
 
+BRIEF_ISSUES = 3
+BRIEF_FIXES = 2
+
+
+def _sources(item: Any) -> str:
+    return ", ".join(str(s) for s in _get(item, "sources", []) or [])
+
+
 def render(answer: dict[str, Any]) -> str:
-    """A compact plain-text answer for an agent: origin, tokens, issues, fixes, advice."""
+    """A brief plain-text answer for an agent: the verdict and its actions first, then the top issues.
+
+    Sources under ``references/`` are files of this skill's folder; the rest are GitHub ids or URLs.
+    """
     lines: list[str] = []
+    diagnosis = _get(answer, "diagnosis")
+    if isinstance(diagnosis, dict) and diagnosis:
+        lines.append(f"Diagnosis: {_get(diagnosis, 'title', '?')} ({_get(diagnosis, 'confidence', '?')} confidence)")
+        if _get(diagnosis, "summary"):
+            lines.append(f"  {diagnosis['summary']}")
+        status = _get(_get(diagnosis, "verdict", {}), "text")
+        if status:
+            lines.append(f"Status: {status}")
+        actions = _get(diagnosis, "actions", []) or []
+        if actions:
+            lines.append("Do:")
+        for number, action in enumerate(actions, start=1):
+            lines.append(f"  {number}. [{_get(action, 'kind', '?')}] {_get(action, 'text', '')}")
+            if _get(action, "sources"):
+                lines.append(f"     sources: {_sources(action)}")
+        if _get(diagnosis, "problem"):
+            lines.append(f"Section: {diagnosis['problem']}")
+    elif _get(answer, "no_confident_match"):
+        lines.append("No confident match in the knowledge base.")
+    else:
+        lines.append("No known problem in the references matches; the closest issues follow.")
+
     analysis = _get(answer, "analysis", {})
     origin = _get(analysis, "origin", {})
     if origin:
         side = _get(origin, "side", "unknown")
         component = _get(origin, "component")
-        where = f"{side} / {component}" if component else str(side)
-        lines.append(f"Origin: {where}")
-        if _get(origin, "explanation"):
-            lines.append(f"  {origin['explanation']}")
-    if _get(analysis, "category"):
-        lines.append(f"Category: {analysis['category']}")
+        lines.append(f"Origin: {side} / {component}" if component else f"Origin: {side}")
     tokens = _get(analysis, "tokens", []) or []
     if tokens:
-        decoded = ", ".join(
-            f"{_get(t, 'id')}={_get(t, 'text')!r}{' (special)' if _get(t, 'special') else ''}" for t in tokens
-        )
-        lines.append(f"Tokens: {decoded}")
-    versions = _get(analysis, "versions", {}) or {}
-    if versions:
-        lines.append("Versions seen: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
-    flags = _get(analysis, "flags", []) or []
-    if flags:
-        lines.append("Flags seen: " + ", ".join(str(f) for f in flags))
-    reproduction = _get(analysis, "reproduction")
-    if isinstance(reproduction, dict) and reproduction:
-        lines.append("Reproduction: " + json.dumps(reproduction, ensure_ascii=False)[:300])
+        lines.append("Tokens: " + ", ".join(f"{_get(t, 'id')}={_get(t, 'text')!r}" for t in tokens[:6]))
 
     issues = _get(answer, "issues", []) or []
     if issues:
-        lines.append("")
-        if _get(answer, "no_confident_match"):
-            lines.append("No confident match; the closest issues (low confidence):")
-        else:
-            lines.append("Matching issues:")
-        for issue in issues:
+        lines.append("Top issues:")
+        for issue in issues[:BRIEF_ISSUES]:
             head = f"- {_get(issue, 'id')} [{_get(issue, 'state', '?')}, {_get(issue, 'confidence', '?')}]"
             title = _get(issue, "title")
             lines.append(f"{head} {title}" if title else head)
             if _get(issue, "url"):
                 lines.append(f"  {issue['url']}")
-            if _get(issue, "fixed_by"):
-                lines.append("  fixed by: " + ", ".join(issue["fixed_by"]))
-    else:
-        lines.append("")
-        lines.append("No confident match in the knowledge base.")
-
-    fixes = _get(answer, "fixes", []) or []
-    if fixes:
-        lines.append("")
-        lines.append("Fixes:")
-        for fix in fixes:
-            confirmed = " (confirmed)" if _get(fix, "confirmed") else ""
-            lines.append(f"- {_get(fix, 'summary', '')}{confirmed}")
-            for step in _get(fix, "steps", []) or []:
-                lines.append(f"    * {step}")
+    if not (isinstance(diagnosis, dict) and diagnosis):
+        for fix in (_get(answer, "fixes", []) or [])[:BRIEF_FIXES]:
+            lines.append(f"Fix: {_get(fix, 'summary', '')}")
+            for step in (_get(fix, "steps", []) or [])[:3]:
+                lines.append(f"  * {step}")
             if _get(fix, "sources"):
-                lines.append("    sources: " + ", ".join(fix["sources"]))
-    advice = _get(answer, "advice", []) or []
-    if advice:
-        lines.append("")
-        lines.append("Advice:")
-        for item in advice:
-            lines.append(f"- {_get(item, 'summary', '')}")
-            if _get(item, "flags"):
-                lines.append("    flags: " + " ".join(item["flags"]))
-            if _get(item, "sources"):
-                lines.append("    sources: " + ", ".join(item["sources"]))
+                lines.append(f"  sources: {_sources(fix)}")
     if _get(answer, "degraded"):
-        lines.append("")
         lines.append("Degraded: semantic search was unavailable; lexical matches only.")
-    index = _get(answer, "index", {})
-    if index:
-        lines.append("")
-        lines.append(
-            f"Index: {_get(index, 'issues', '?')} issues, {_get(index, 'documents', '?')} documents, "
-            f"built {_get(index, 'built_at', '?')}"
-        )
+    lines.append("(--json prints the whole answer: every issue, fixes and advice)")
     return "\n".join(lines)
 
 

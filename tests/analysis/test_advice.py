@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from indexer.documents import Document
-from service.analysis.advice import Advice, _norm_version, advise, fixing_version, seen_flags
+from service.analysis.advice import Advice, _norm_version, advise, card_flags, fixing_version, seen_flags
 from service.analysis.input import parse_input
+from service.models import FlagOut
 
 TOOLS_IN_CONTENT = (
     "vLLM serving gpt-oss-120b on chat completions with a tools array: the model clearly wants to call a "
@@ -19,14 +20,17 @@ def _hits(cards: dict[str, Document], *ids: str) -> list[Document]:
 
 
 def _about(advice: list[Advice], needle: str) -> list[Advice]:
-    return [a for a in advice if needle.lower() in (a.summary + " " + " ".join(a.flags)).lower()]
+    return [a for a in advice if needle.lower() in (a.summary + " " + " ".join(f.text() for f in a.flags)).lower()]
 
 
 def test_missing_tool_parser_flags_are_advised_with_sources(cards: dict[str, Document]) -> None:
     advice = advise(parse_input(TOOLS_IN_CONTENT), _hits(cards, "vllm-project/vllm#22337"))
     rule = [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
     assert len(rule) == 1
-    assert rule[0].flags == ["--tool-call-parser openai", "--enable-auto-tool-choice"]
+    assert rule[0].flags == [
+        FlagOut(flag="--tool-call-parser", value="openai", action="set"),
+        FlagOut(flag="--enable-auto-tool-choice", action="set"),
+    ]
     assert "vllm-project/vllm#22337" in rule[0].sources
     assert "0.10.2" in rule[0].summary  # the KB's minimum version for the openai parser
 
@@ -121,7 +125,7 @@ def test_offline_vocab_advises_the_env_var(cards: dict[str, Document]) -> None:
     log = "openai_harmony.HarmonyError: error downloading or loading vocab file: failed to download or load vocab file"
     advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22525"))
     rule = _about(advice, "TIKTOKEN_ENCODINGS_BASE")
-    assert rule and rule[0].flags == ["TIKTOKEN_ENCODINGS_BASE"]
+    assert rule and rule[0].flags == [FlagOut(flag="TIKTOKEN_ENCODINGS_BASE", action="set")]
     assert rule[0].sources  # backed by KB cards that give the workaround
 
 
@@ -134,6 +138,34 @@ def test_return_token_error_advises_against_ignore_eos(cards: dict[str, Document
     rule = [a for a in advice if a.summary.startswith("Do not send `ignore_eos`")]
     assert rule and "200002" in rule[0].summary and "generation_config" in rule[0].summary
     assert "vllm-project/vllm#50690" in rule[0].sources
+    assert FlagOut(flag="ignore_eos", action="avoid") in rule[0].flags
+
+
+def test_what_a_reporter_ran_is_never_advice(cards: dict[str, Document]) -> None:
+    # #50690's card lists ignore_eos=true, the very trigger of the error: as context it is no advice,
+    # as avoid it is advice to avoid, never to set.
+    text = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+    card = cards["vllm-project/vllm#50690"]
+    for roles in ({}, {"ignore_eos=true": "avoid"}):
+        doc = card.model_copy(update={"flag_roles": roles})
+        advice = advise(parse_input(text), [doc])
+        typed = [f for a in advice for f in a.flags]
+        assert not [f for f in typed if f.flag == "ignore_eos" and f.action == "set"]
+        assert not [f for f in typed if f.flag == "max_completion_tokens"]  # context: what was run
+        if roles:
+            assert FlagOut(flag="ignore_eos", action="avoid") in [
+                f for a in advice if a.sources == [card.id] for f in a.flags
+            ]
+
+
+def test_card_flags_keep_only_fix_and_avoid_roles(cards: dict[str, Document]) -> None:
+    card = cards["vllm-project/vllm#28635"].model_copy(
+        update={"flag_roles": {"--enforce-eager": "fix", "--async-scheduling": "avoid"}}
+    )
+    assert card_flags(card) == [
+        FlagOut(flag="--enforce-eager", action="set"),
+        FlagOut(flag="--async-scheduling", action="avoid"),
+    ]
 
 
 def test_disabled_ignore_eos_in_sampling_params_is_not_a_stop_symptom() -> None:

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from indexer.sources.cards import card_documents
 from service.config import PROJECT_ROOT, Settings
 from service.engine import LookupEngine
-from service.mcp_server import REFERENCE_DOCS, EngineBackend, build_mcp
+from service.mcp_server import REFERENCE_DOCS, EngineBackend, brief, build_mcp
 
 T = TypeVar("T")
 
@@ -72,12 +72,28 @@ def test_lookup_error_returns_the_lookup_json(fast_engine: LookupEngine) -> None
 
     result = run(go)
     assert not result.is_error, _text(result)
-    expected = fast_engine.lookup(HARMONY_ERROR, 3).model_dump(mode="json")
+    full = fast_engine.lookup(HARMONY_ERROR, 3)
+    expected = brief(full).model_dump(mode="json")
     assert result.structured_content == expected
+    assert expected["diagnosis"] == (full.diagnosis.model_dump(mode="json") if full.diagnosis else None)
+    assert [i["id"] for i in expected["issues"]] == [i.id for i in full.issues]
     assert len(result.structured_content["issues"]) <= 3
     assert KNOWN_THREADS & {issue["id"] for issue in result.structured_content["issues"]}
     # Clients that only read text content get the same JSON.
     assert json.loads(result.content[0].text) == expected
+
+
+def test_lookup_error_is_compact_for_a_typical_answer(fast_engine: LookupEngine) -> None:
+    async def go() -> Any:
+        async with Client(_server(fast_engine)) as client:
+            return await client.call_tool("lookup_error", {"error": HARMONY_ERROR})
+
+    result = run(go)
+    assert not result.is_error, _text(result)
+    size = len(result.content[0].text.encode())
+    full = len(fast_engine.lookup(HARMONY_ERROR, 5).model_dump_json().encode())
+    assert size <= 4096 < full, (size, full)
+    assert "why" not in result.structured_content["issues"][0]
 
 
 def test_lookup_error_rejects_out_of_range_and_blank_input(fast_engine: LookupEngine) -> None:

@@ -69,8 +69,8 @@ def test_tokens_are_decoded_by_the_real_harmony_encoding(engine: LookupEngine) -
 
 def test_reference_section_fix_carries_its_anchor(engine: LookupEngine) -> None:
     answer = engine.lookup(KNOWN[2][0])
-    sections = [s for fix in answer.fixes for s in fix.sources if s.startswith("reference/")]
-    assert any(s.startswith("reference/known-issues.md#") for s in sections), answer.fixes
+    sections = [s for fix in answer.fixes for s in fix.sources if s.startswith("references/")]
+    assert any(s.startswith("references/known-issues.md#") for s in sections), answer.fixes
 
 
 def test_unrelated_text_says_no_confident_match(engine: LookupEngine) -> None:

@@ -88,7 +88,7 @@ def test_thread_cited_by_many_sections_keeps_the_ones_ranked_for_the_query() -> 
     ]
     knowledge = Knowledge([issue, *sections])
     fixes = build_fixes([_hit(issue)], knowledge, ranked_sections={"reference/known-issues.md#s1"})
-    assert [f.sources[0] for f in fixes] == ["reference/known-issues.md#s1"]
+    assert [f.sources[0] for f in fixes] == ["references/known-issues.md#s1"]
 
 
 def test_generation_check_is_rate_limited_and_reloads_on_change(
@@ -173,7 +173,7 @@ def test_a_reference_section_fix_reads_its_cause_and_numbered_fix_steps() -> Non
     fix = section_fix(section)
     assert fix.summary == "Y fails: the parser is strict. More cause."
     assert fix.steps == ["Upgrade vLLM to 0.11.", "Set `--flag`, then restart the server."]
-    assert fix.sources == ["reference/known-issues.md#y"]
+    assert fix.sources == ["references/known-issues.md#y"]
 
 
 class _CountingStore:

@@ -18,7 +18,7 @@ CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
     "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-_SECURITY_HEADERS = {
+SECURITY_HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
@@ -41,7 +41,7 @@ def _read(name: str) -> bytes:
 @router.get("/")
 def page() -> Response:
     """The page: paste an error or a log, see the diagnosis."""
-    return Response(_read("index.html"), media_type="text/html; charset=utf-8", headers=_SECURITY_HEADERS)
+    return Response(_read("index.html"), media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
 
 @router.get("/ui/{name}")
@@ -50,4 +50,4 @@ def asset(name: str) -> Response:
     media_type = _ASSETS.get(name)
     if media_type is None:
         raise NotFound(f"no page asset named {name!r}; the page uses /ui/app.js and /ui/app.css")
-    return Response(_read(name), media_type=media_type, headers=_SECURITY_HEADERS)
+    return Response(_read(name), media_type=media_type, headers=SECURITY_HEADERS)

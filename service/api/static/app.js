@@ -52,12 +52,20 @@
     return href ? el("a", { href, rel: "noopener noreferrer" }, text) : el("span", {}, text);
   }
 
-  /** A source reference: an issue id, a URL or a doc anchor such as reference/known-issues.md#x. */
+  const DOC_SOURCE = /^references?\/([\w-]+\.md)(#[\w-]*)?$/;
+
+  /** A reference-doc section (references/known-issues.md#x) as a link to the doc this service serves. */
+  function docUrl(source) {
+    const match = DOC_SOURCE.exec(source);
+    return match ? new URL(`/references/${match[1]}${match[2] || ""}`, window.location.origin).href : null;
+  }
+
+  /** A source reference: an issue id, a URL or a doc anchor such as references/known-issues.md#x. */
   function sourceNode(source) {
     const text = String(source);
     if (safeUrl(text)) return link(text, text);
-    const gh = idUrl(text);
-    return gh ? link(text, gh) : el("code", {}, text);
+    const url = idUrl(text) || docUrl(text);
+    return url ? link(text, url) : el("code", {}, text);
   }
 
   function joined(nodes, sep) {
@@ -196,14 +204,58 @@
       sources(fix.sources)))));
   }
 
+  /** A typed setting: {flag, value, action} as "set --tool-call-parser openai" / "avoid ignore_eos". */
+  function flagText(f) {
+    if (typeof f === "string") return f;
+    const name = String((f && f.flag) || "");
+    const value = f && f.value !== null && f.value !== undefined ? String(f.value) : null;
+    const shown = value === null ? name : name.startsWith("-") ? `${name} ${value}` : `${name}=${value}`;
+    return `${(f && f.action) || "set"} ${shown}`;
+  }
+
   function renderAdvice(advice) {
     if (!Array.isArray(advice) || !advice.length) return null;
     return section("Advice", el("ul", { class: "plain" }, advice.map((item) => el("li", {},
       el("p", {}, item.summary || ""),
       Array.isArray(item.flags) && item.flags.length
-        ? el("p", { class: "meta" }, "Flags: ", joined(item.flags.map((f) => el("code", {}, f)), " "))
+        ? el("p", { class: "meta" }, "Settings: ", joined(item.flags.map((f) => el("code", {}, flagText(f))), " "))
         : null,
       sources(item.sources)))));
+  }
+
+  /** The verdict: problem, what happened, the status for the user's version, and up to three actions. */
+  function renderDiagnosis(answer) {
+    const d = answer.diagnosis;
+    if (!d || typeof d !== "object") {
+      const text = confident(answer)
+        ? "No known problem in the reference docs matches this input; the closest issues and fixes are below."
+        : "No confident match: none of the known problems or issues is close to this input.";
+      return el("section", { class: "panel verdict none", id: "verdict", "aria-labelledby": "h-verdict" },
+        el("h2", { id: "h-verdict" }, "Diagnosis"), el("p", { id: "verdict-none" }, text));
+    }
+    const verdict = d.verdict || {};
+    const actions = Array.isArray(d.actions) ? d.actions : [];
+    return el("section", { class: "panel verdict", id: "verdict", "aria-labelledby": "h-verdict" },
+      el("h2", { id: "h-verdict" }, "Diagnosis: ", link(d.title || d.problem || "", docUrl(String(d.problem || "")))),
+      el("p", { class: "meta" },
+        d.confidence ? badge(`${d.confidence} confidence`, `conf-${d.confidence}`) : null,
+        d.kind === "setup" ? badge("setup", "") : null,
+        d.why ? ` ${d.why}` : null),
+      d.summary ? el("p", {}, d.summary) : null,
+      el("p", { class: `status status-${verdict.status || "unknown"}`, id: "verdict-status" },
+        el("strong", {}, "Status: "), verdict.text || ""),
+      actions.length
+        ? el("ol", { class: "actions", id: "actions" }, actions.map((a) => el("li", {},
+          el("p", {}, badge(a.kind || "", `act-${a.kind || ""}`), " ", a.text || "",
+            a.when ? el("span", { class: "meta" }, ` (when ${a.when})`) : null),
+          sources(a.sources))))
+        : null);
+  }
+
+  /** Evidence folded under a summary line, so the verdict stays above the fold. */
+  function folded(title, node, open) {
+    if (!node) return null;
+    return el("details", { class: "evidence", open: open ? "" : null }, el("summary", {}, title), node);
   }
 
   function renderIndex(answer) {
@@ -221,19 +273,27 @@
 
   function render(answer) {
     const analysis = answer.analysis || {};
+    const issues = answer.issues || [];
+    const fixes = answer.fixes || [];
+    const advice = answer.advice || [];
+    const noVerdict = !answer.diagnosis;
     results.replaceChildren(
-      renderOrigin(analysis),
-      renderIssues(answer),
+      renderDiagnosis(answer),
       ...[
-        renderFixes(answer.fixes),
-        renderAdvice(answer.advice),
-        renderTokens(analysis.tokens),
-        renderReproduction(analysis.reproduction),
-        renderQuery(answer.query, analysis),
+        folded(`Known issues (${issues.length})`, renderIssues(answer), noVerdict),
+        folded(`Fixes (${fixes.length})`, renderFixes(fixes), noVerdict),
+        folded(`Advice (${advice.length})`, renderAdvice(advice), false),
+        folded("Origin", renderOrigin(analysis), false),
+        folded("Decoded tokens", renderTokens(analysis.tokens), false),
+        folded("Reproduced with the Harmony parser", renderReproduction(analysis.reproduction), false),
+        folded("What the input says", renderQuery(answer.query, analysis), false),
         renderIndex(answer),
       ].filter(Boolean),
     );
     results.hidden = false;
+    // The verdict is what a reader acts on: bring it to the top of the viewport, whatever the input's length.
+    const verdict = document.getElementById("verdict");
+    if (verdict && typeof verdict.scrollIntoView === "function") verdict.scrollIntoView({ block: "start" });
   }
 
   function renderProblem(problem, httpStatus) {

@@ -1,0 +1,301 @@
+"""The verdict first: the known problem behind an input, its status for the user's version, what to do.
+
+Known problems come from the reference docs (``indexer.problems``: one regular block per section). The
+problem is chosen by evidence, strongest first: an exact error string the problem lists, then a
+reference section the retrieval ranked, then a problem citing a confident thread. The status compares
+the first release with the fix to the version the input shows; release tags the GitHub sync verified
+(``Document.released_in``) win over the docs' own "fixed in", and an open PR is never a fix.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from packaging.version import InvalidVersion, Version
+
+from indexer.signatures import normalize_signature
+from service.analysis.input import ParsedInput
+from service.answer import public_source
+from service.models import ActionOut, Confidence, DiagnosisOut, VerdictOut, VerdictStatus
+
+if TYPE_CHECKING:
+    from indexer.problems import Action, Problem
+    from service.answer import Knowledge
+    from service.retrieval import Hit
+
+log = logging.getLogger(__name__)
+
+MAX_ACTIONS = 3
+MIN_ERROR_CHARS = 12
+"""Shortest listed error string matched by containment ("Unknown role" is 12 characters)."""
+_VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?(?:post|rc|dev)\d+)?)")
+_PACKAGES = {"vllm": "vLLM", "openai-harmony": "openai-harmony"}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def problem_id(problem: Problem) -> str:
+    """The section the problem is (its document id): ``reference/<doc>.md#<anchor>``."""
+    return problem.anchor
+
+
+class Problems:
+    """The known problems of one docs folder, indexed by section id, error string and cited thread."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.items = list(problems)
+        self.by_id = {problem_id(p): p for p in self.items}
+        self._errors: list[tuple[str, Problem]] = []
+        self._citing: dict[str, list[Problem]] = {}
+        for problem in self.items:
+            for error in problem.errors:
+                key = normalize_signature(error)
+                if len(key) >= MIN_ERROR_CHARS:
+                    self._errors.append((key, problem))
+            for source in [*problem.sources, *problem.fix_prs, *problem.open_prs]:
+                self._citing.setdefault(source, []).append(problem)
+        # Longest first: the most specific error string wins ("Unknown role: user" over "Unknown role").
+        self._errors.sort(key=lambda item: -len(item[0]))
+
+    @classmethod
+    def load(cls, docs_dir: Path) -> Problems:
+        """The problems of ``docs_dir/reference``; none (logged) when the docs cannot be read."""
+        try:
+            from indexer.problems import load_problems
+
+            return cls(load_problems(docs_dir))
+        except Exception as exc:  # a broken doc must not stop lookups: answers lose only the verdict
+            log.warning("known problems unavailable (%s: %s); answers carry no diagnosis", type(exc).__name__, exc)
+            return cls([])
+
+    def by_error(self, parsed: ParsedInput) -> Problem | None:
+        """The problem whose listed error string the input quotes (or that quotes the input's line)."""
+        lines = [n for n in parsed.normalized[:10] if len(n) >= MIN_ERROR_CHARS]
+        for key, problem in self._errors:
+            if any(key in line or (len(line) >= 30 and line in key) for line in lines):
+                return problem
+        return None
+
+    def citing(self, thread_id: str) -> list[Problem]:
+        """Problems that cite a thread as a source, a fix or an open PR."""
+        return self._citing.get(thread_id, [])
+
+
+def choose(
+    parsed: ParsedInput, problems: Problems, hits: Sequence[Hit], sections: Sequence[Hit]
+) -> tuple[Problem, Confidence, str] | None:
+    """The problem behind the input, how sure, and why; None when nothing points at one."""
+    exact = problems.by_error(parsed)
+    if exact is not None:
+        return exact, "high", "the input quotes its error string"
+    for section in sections:
+        problem = problems.by_id.get(section.doc.id)
+        if problem is not None and section.confidence != "low":
+            return problem, section.confidence, "its reference section matches the input"
+    for hit in hits:
+        if hit.confidence == "low":
+            continue
+        for problem in problems.citing(hit.doc.id):
+            return problem, hit.confidence, f"it cites {hit.doc.id}, the best matching issue"
+    return None
+
+
+# --- versions -----------------------------------------------------------------------------------------
+
+
+def _version(text: str | None) -> Version | None:
+    match = _VERSION.match(text.strip()) if text else None
+    if not match:
+        return None
+    try:
+        return Version(match.group(1))
+    except InvalidVersion:
+        return None
+
+
+def user_version(parsed: ParsedInput, package: str) -> str | None:
+    """The version of ``package`` the input shows."""
+    if package == "vllm":
+        from service.analysis.advice import user_vllm_version
+
+        return user_vllm_version(parsed)
+    return parsed.versions.get(package)
+
+
+def _thread_ids(values: Iterable[str]) -> list[str]:
+    return [v for v in values if "#" in v and not v.startswith("reference/")]
+
+
+def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> VerdictOut:
+    """The problem's status for the user's version: affected, already fixed, unreleased or no fix."""
+    fix_prs = _thread_ids(problem.fix_prs)
+    open_prs = _thread_ids(problem.open_prs)
+    merged = [pr for pr in fix_prs if (doc := knowledge.by_id.get(pr)) is not None and doc.state == "merged"]
+    checked = {pr: knowledge.by_id[pr] for pr in merged if knowledge.by_id[pr].release_source == "github"}
+    released = {pr: doc.released_in for pr, doc in checked.items() if doc.released_in}
+    stated = _stated_release(problem, parsed)
+    fixed: tuple[str, str] | None = stated
+    verified = False
+    if released:
+        # The fix is complete in the release that has every merged fix PR the sync placed.
+        tag = max(released.values(), key=lambda t: _version(t) or Version("0"))
+        package = stated[0] if stated else _package_of(merged, knowledge)
+        fixed, verified = (package, tag.removeprefix("v")), True
+    if fixed is not None:
+        package, release = fixed
+        name = _PACKAGES.get(package, package)
+        yours = user_version(parsed, package)
+        source = "release tag checked on GitHub" if verified else "per the reference docs"
+        if yours is None:
+            return VerdictOut(
+                status="fixed",
+                text=f"Fixed in {name} {release} ({source}); the input does not show your version: upgrade if "
+                "yours is older.",
+                package=package,
+                fixed_in=release,
+                fix_prs=merged,
+                open_prs=open_prs,
+                release_verified=verified,
+            )
+        have, need = _version(yours), _version(release)
+        status: VerdictStatus
+        if have is not None and need is not None and have < need:
+            status, text = "affected", f"Fixed in {name} {release}, you run {yours}: upgrade."
+        elif have is not None and need is not None:
+            status = "has-fix"
+            text = f"Your {name} {yours} already has the fix (first in {release}): look elsewhere for the cause."
+        else:
+            status, text = "fixed", f"Fixed in {name} {release}; your version {yours} could not be compared."
+        return VerdictOut(
+            status=status,
+            text=text,
+            package=package,
+            fixed_in=release,
+            your_version=yours,
+            fix_prs=merged,
+            open_prs=open_prs,
+            release_verified=verified,
+        )
+    if merged:
+        unreleased = [pr for pr, doc in checked.items() if not doc.released_in and doc.release_checked]
+        if unreleased:
+            newest = checked[unreleased[0]].release_checked
+            text = f"Merged in {', '.join(unreleased)} but in no release yet (newest checked: {newest}): use the " \
+                "workaround until a release has it."
+        else:
+            text = f"Merged in {', '.join(merged)}; its first release is not verified: check the PR's release " \
+                "before upgrading, and use the workaround meanwhile."
+        return VerdictOut(status="unreleased", text=text, fix_prs=merged, open_prs=open_prs)
+    if open_prs:
+        return VerdictOut(
+            status="no-release",
+            text=f"No release has a fix (open PR {', '.join(open_prs)}): use the workaround.",
+            open_prs=open_prs,
+        )
+    if problem.kind == "setup":
+        return VerdictOut(status="setup", text="A setup matter: no release changes it; apply the settings below.")
+    if problem.status == "not-a-bug":
+        return VerdictOut(
+            status="not-a-bug", text="Not a bug to wait for: no release changes it; the settings below avoid it."
+        )
+    return VerdictOut(status="no-fix", text="No fix is known in any release: use the workaround below.")
+
+
+def _stated_release(problem: Problem, parsed: ParsedInput) -> tuple[str, str] | None:
+    """The docs' first release with the fix: for the package whose version the input shows, else vLLM's."""
+    if not problem.fixed_in:
+        return None
+    known = [p for p in problem.fixed_in if user_version(parsed, p)]
+    package = known[0] if known else ("vllm" if "vllm" in problem.fixed_in else next(iter(problem.fixed_in)))
+    return package, problem.fixed_in[package]
+
+
+def _package_of(prs: Sequence[str], knowledge: Knowledge) -> str:
+    repos = {knowledge.by_id[pr].repo for pr in prs if pr in knowledge.by_id}
+    return "openai-harmony" if repos == {"openai/harmony"} else "vllm"
+
+
+# --- actions --------------------------------------------------------------------------------------------
+
+
+def actions(problem: Problem, status: VerdictOut) -> list[ActionOut]:
+    """Up to three actions in the problem's order; an upgrade only when it names a release with the fix
+    and the user's version is not known to have it (then it comes first)."""
+    pid = public_source(problem_id(problem))
+    out: list[ActionOut] = []
+    upgrade: ActionOut | None = None
+    if status.status in {"affected", "fixed"} and status.fixed_in:
+        name = _PACKAGES.get(status.package or "vllm", status.package or "vLLM")
+        upgrade = ActionOut(
+            kind="upgrade",
+            target=status.package,
+            value=status.fixed_in,
+            text=f"Upgrade {name} to {status.fixed_in} or newer.",
+            sources=[*status.fix_prs, pid][:4],
+        )
+    for action in problem.actions:
+        if action.kind == "upgrade":
+            # The verdict's own upgrade (with the release that has the fix) replaces the doc's wording.
+            if upgrade is not None and _names_release(action):
+                upgrade = upgrade.model_copy(update={"text": action.text or upgrade.text})
+            continue
+        out.append(_action_out(action, pid))
+    if upgrade is not None:
+        out.insert(0, upgrade)
+    return out[:MAX_ACTIONS]
+
+
+def _names_release(action: Action) -> bool:
+    return _version(action.value) is not None
+
+
+def _action_out(action: Action, pid: str) -> ActionOut:
+    conditions = [c for c in action.when if c != "always"]
+    return ActionOut(
+        kind=action.kind,
+        target=action.target or None,
+        value=action.value or None,
+        when=", ".join(conditions) or None,
+        text=action.text,
+        sources=list(dict.fromkeys([*action.sources, pid])),
+    )
+
+
+def first_sentence(text: str | None, limit: int = 240) -> str:
+    """The opening sentence of a cause, markdown emphasis dropped."""
+    if not text:
+        return ""
+    clean = re.sub(r"\*\*(.+?)\*\*", r"\1", " ".join(text.split()))
+    head = _SENTENCE_END.split(clean, maxsplit=1)[0]
+    return head if len(head) <= limit else head[: limit - 3].rstrip() + "..."
+
+
+def diagnose(
+    parsed: ParsedInput,
+    problems: Problems,
+    knowledge: Knowledge,
+    *,
+    hits: Sequence[Hit],
+    sections: Sequence[Hit],
+) -> DiagnosisOut | None:
+    """The diagnosis of one input, or None when no known problem is behind it."""
+    chosen = choose(parsed, problems, hits, sections)
+    if chosen is None:
+        return None
+    problem, confidence, why = chosen
+    status = verdict(problem, parsed, knowledge)
+    pid = public_source(problem_id(problem))
+    return DiagnosisOut(
+        problem=pid,
+        title=problem.title,
+        kind=problem.kind,
+        summary=first_sentence(problem.cause) or problem.title,
+        confidence=confidence,
+        why=why,
+        verdict=status,
+        actions=actions(problem, status),
+        sources=list(dict.fromkeys([pid, *map(public_source, problem.sources)]))[:6],
+    )
