@@ -182,8 +182,9 @@ class PipelineSystem:
     """The full pipeline through ``LookupEngine`` on a real built index (adapter added by the bench).
 
     Ranked ids are the answer's ``issues``; ``high_confidence`` is true when any issue is rated high;
-    ``side`` is ``analysis.origin.side``; the answer text is every fix (summary + steps) and every
-    advice item (summary + flags), which is what ``expect.advice_any`` is matched against.
+    ``side`` is ``analysis.origin.side``; the answer text is every fix (summary + steps), every
+    advice item (summary + flags) and the diagnosis' actions, which is what ``expect.advice_any`` is
+    matched against.
     """
 
     def __init__(self, engine: Any, *, top_k: int = 10) -> None:
@@ -196,7 +197,10 @@ class PipelineSystem:
         for fix in answer.fixes:
             parts += [fix.summary, *fix.steps]
         for advice in answer.advice:
-            parts += [advice.summary, *advice.flags]
+            parts += [advice.summary, *(flag.text() for flag in advice.flags)]
+        if answer.diagnosis is not None:
+            for action in answer.diagnosis.actions:
+                parts += [action.text, *(v for v in (action.target, action.value) if v)]
         return Outcome(
             ranked=[issue.id for issue in answer.issues],
             high_confidence=any(issue.confidence == "high" for issue in answer.issues),

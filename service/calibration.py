@@ -51,6 +51,9 @@ class Calibration:
     """The upstream thread a platform copy cites ranks this much above the copy."""
     fix_lift: float = 1.02
     """The fix PR of that upstream thread ranks this much above the copy."""
+    titled_factor: float = 1.35
+    """A thread whose title quotes the error string the input matches (at signature_high or above): the
+    canonical report of that error, above threads that only mention it (set by hand, not fitted)."""
 
     # -- confidence ---------------------------------------------------------------------------------
     signature_high: float = 0.72

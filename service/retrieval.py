@@ -52,6 +52,14 @@ _STOPWORDS = frozenset(
     "about after before over under again same than too very also only any all some each other "
     "am get got gets getting use using used".split()
 )
+
+TITLED_MIN_CHARS = 30
+
+
+def titled(signature: str, title: str) -> bool:
+    """True when a thread's title quotes this error string (30+ characters): the thread is about it."""
+    return len(signature) >= TITLED_MIN_CHARS and signature.lower() in title.lower()
+
 class DenseSearch(Protocol):
     """The dense leg: nearest documents to a query vector (the Chroma store implements it)."""
 
@@ -240,7 +248,9 @@ class Retriever:
             for position, sig in enumerate(doc.error_signatures[:20]):
                 weights = self._weights(signature_tokens(sig))
                 if weights:
-                    self._signatures.append((index, sig, weights, 1.0 if position == 0 else 0.96))
+                    # A thread's first error string is its main one, and so is one its title quotes.
+                    main = position == 0 or titled(sig, doc.title)
+                    self._signatures.append((index, sig, weights, 1.0 if main else 0.96))
         # Token -> signatures holding it, so a line is compared only with signatures it can match.
         self._sig_postings: dict[str, list[int]] = {}
         for j, (_, _, weights, _) in enumerate(self._signatures):
@@ -469,6 +479,9 @@ class Retriever:
             e.adjusted.append(f"the input names {doc.repo}")
         elif self.engines.is_platform_copy(doc) and not self._names_repo(parsed, doc.repo or ""):
             boost *= c.platform_factor
+        if e.signature >= c.signature_high and titled(e.signature_match, doc.title):
+            boost *= c.titled_factor
+            e.adjusted.append("its title quotes the error")
         return boost
 
     def _merged(self, pr_id: str) -> bool:

@@ -22,6 +22,7 @@ from indexer.sources.cards import card_documents
 from service.config import PROJECT_ROOT, Settings
 from service.engine import LookupEngine
 from service.mcp_server import REFERENCE_DOCS, EngineBackend, brief, build_mcp
+from service.models import LookupResponse
 
 T = TypeVar("T")
 
@@ -236,9 +237,9 @@ def test_mcp_over_http_in_the_running_app(live_app: Any) -> None:
     assert names == TOOLS
     assert not result.is_error, _text(result)
     assert KNOWN_THREADS & {issue["id"] for issue in result.structured_content["issues"]}
-    # The same answer as POST /lookup on the same app.
+    # The brief of the same answer as POST /lookup on the same app.
     http = httpx2.post(f"{live_app.url}/lookup", json={"error": HARMONY_ERROR}, timeout=30).json()
-    assert result.structured_content == http
+    assert result.structured_content == brief(LookupResponse.model_validate(http)).model_dump(mode="json")
 
 
 @pytest.mark.slow

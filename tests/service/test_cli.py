@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from service.cli import main
+from service.cli.lookup import plain, source_text
 from service.config import Settings
 from service.models import LookupResponse
 from tests.service.support import FastComponents, LiveServer, wait_until
@@ -25,13 +26,37 @@ def test_lookup_json_against_a_running_service(live_app: LiveServer) -> None:
 
 def test_lookup_reads_stdin_and_the_url_from_the_environment(live_app: LiveServer) -> None:
     log = "INFO starting\n" * 50 + f"(APIServer pid=1) ERROR 06-23 09:42:17 [serving.py:932] {ERROR}\n"
-    result = CliRunner().invoke(main, ["lookup", "-"], input=log, env={"GPTOSS_DOCTOR_URL": live_app.url})
+    result = CliRunner().invoke(main, ["lookup", "--full", "-"], input=log, env={"GPTOSS_DOCTOR_URL": live_app.url})
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert out.startswith("Origin: server")
+    assert "Origin: server" in out
     assert "Tokens" in out and "200006" in out and "<|start|>" in out
     assert "Known issues" in out and "https://github.com/" in out
     assert "\x1b[" not in out, "no colour when stdout is not a terminal"
+
+
+def test_lookup_leads_with_the_verdict_in_25_lines_at_80_columns(live_app: LiveServer) -> None:
+    log = f"(APIServer pid=1) ERROR 06-23 09:42:17 [serving.py:932] {ERROR}\n"
+    env = {"GPTOSS_DOCTOR_URL": live_app.url, "COLUMNS": "80"}
+    result = CliRunner().invoke(main, ["lookup", "-"], input=log, env=env)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 25 and max(len(line) for line in lines) <= 80, result.stdout
+    full = CliRunner().invoke(main, ["lookup", "--full", "-"], input=log, env={"GPTOSS_DOCTOR_URL": live_app.url})
+    assert len(full.stdout.splitlines()) > len(lines)
+    for out in (result.stdout, full.stdout):
+        assert "](" not in out, "no markdown link syntax in a terminal"
+    assert "Top issues:" in result.stdout and "Fixes" not in result.stdout
+
+
+def test_terminal_sources_are_plain_urls_or_paths() -> None:
+    assert plain("see [the docs](references/known-issues.md#x) and [x](x)") == (
+        "see the docs (references/known-issues.md#x) and x"
+    )
+    assert source_text("references/known-issues.md#x", "http://127.0.0.1:8000/") == (
+        "http://127.0.0.1:8000/references/known-issues.md#x"
+    )
+    assert source_text("vllm-project/vllm#1", "http://h") == "vllm-project/vllm#1"
 
 
 def test_lookup_readable_output_says_when_nothing_matches(live_app: LiveServer) -> None:

@@ -58,6 +58,15 @@ def test_known_error_returns_its_issue_in_the_top_results(engine: LookupEngine, 
     assert answer.index.documents > 600 and answer.index.built_at is not None
 
 
+def test_the_thread_titled_with_the_exact_error_ranks_first(engine: LookupEngine) -> None:
+    line = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+    for query in (KNOWN[0][0], line):
+        answer = engine.lookup(query, top_k=10)
+        assert answer.issues[0].id == "vllm-project/vllm#50690", [i.id for i in answer.issues]
+        scores = [i.score for i in answer.issues]
+        assert scores == sorted(scores, reverse=True)
+
+
 def test_tokens_are_decoded_by_the_real_harmony_encoding(engine: LookupEngine) -> None:
     answer = engine.lookup(KNOWN[0][0])
     tokens = {t.id: t for t in answer.analysis.tokens}

@@ -62,7 +62,7 @@ def test_fixes_come_from_cards_merged_prs_and_citing_sections_each_with_sources(
     knowledge = Knowledge([issue, merged, still_open, section])
     assert knowledge.fixing_prs("o/r#1") == ["o/r#2", "o/r#3"]
     fixes = build_fixes([_hit(issue)], knowledge)
-    assert [f.sources[0] for f in fixes] == [issue.url, merged.url, section.id]
+    assert [f.sources[0] for f in fixes] == [issue.url, merged.url, "references/known-issues.md#x"]
     assert fixes[0].confirmed and fixes[0].steps == ["set X=1"]
     assert fixes[1].confirmed and "o/r#2" in fixes[1].summary  # the open PR o/r#3 is not a fix
     assert fixes[2].summary == "X: Why X happens." and fixes[2].steps == ["Step one"]
