@@ -59,6 +59,17 @@ class Problems:
                 self._citing.setdefault(source, []).append(problem)
         # Longest first: the most specific error string wins ("Unknown role: user" over "Unknown role").
         self._errors.sort(key=lambda item: -len(item[0]))
+        # The message template of "Class: message: detail" strings, for the same error with another detail
+        # (another role name, another header text).
+        # A template several problems list goes to the one whose title has it, else the one listing it most.
+        votes: dict[str, dict[str, tuple[int, int, Problem]]] = {}
+        for key, problem in self._errors:
+            if (shape := template(key)) is not None:
+                titled = int(shape.rstrip(":").split(": ")[-1] in problem.title.lower())
+                held = votes.setdefault(shape, {}).get(problem.anchor, (titled, 0, problem))
+                votes[shape][problem.anchor] = (titled, held[1] + 1, problem)
+        best = {shape: max(by.values(), key=lambda v: (v[0], v[1]))[2] for shape, by in votes.items()}
+        self._templates = sorted(best.items(), key=lambda item: -len(item[0]))
 
     @classmethod
     def load(cls, docs_dir: Path) -> Problems:
@@ -71,17 +82,34 @@ class Problems:
             log.warning("known problems unavailable (%s: %s); answers carry no diagnosis", type(exc).__name__, exc)
             return cls([])
 
-    def by_error(self, parsed: ParsedInput) -> Problem | None:
-        """The problem whose listed error string the input quotes (or that quotes the input's line)."""
+    def by_error(self, parsed: ParsedInput) -> tuple[Problem, str] | None:
+        """The problem whose listed error string the input quotes (or that quotes the input's line), else
+        the one whose error message the input has with another detail; with the reason."""
         lines = [n for n in parsed.normalized[:10] if len(n) >= MIN_ERROR_CHARS]
         for key, problem in self._errors:
             if any(key in line or (len(line) >= 30 and line in key) for line in lines):
-                return problem
+                return problem, "the input quotes its error string"
+        for key, problem in self._templates:
+            if any(key in line for line in lines):
+                return problem, "the input has its error message (with another detail)"
         return None
 
     def citing(self, thread_id: str) -> list[Problem]:
         """Problems that cite a thread as a source, a fix or an open PR."""
         return self._citing.get(thread_id, [])
+
+
+_EXCEPTION_CLASS = re.compile(r"^[\w.]{0,80}(?:error|exception)(?::\s*|$)")
+
+
+def template(key: str) -> str | None:
+    """``harmonyerror: unknown role: <x>`` -> ``unknown role:``: the message before its last detail, when
+    that is specific (12+ characters once the exception class is dropped); None otherwise."""
+    head, sep, _ = key.rpartition(": ")
+    message = _EXCEPTION_CLASS.sub("", head).strip()
+    if not sep or ": " in message or len(message) < MIN_ERROR_CHARS or not re.search(r"[a-z]{3}", message):
+        return None
+    return message + ":"
 
 
 def choose(
@@ -90,13 +118,16 @@ def choose(
     """The problem behind the input, how sure, and why; None when nothing points at one."""
     exact = problems.by_error(parsed)
     if exact is not None:
-        return exact, "high", "the input quotes its error string"
+        return exact[0], "high", exact[1]
+    # An input with an error line that no problem lists needs a strong section match; a question or a
+    # described symptom (no error line) can go by a medium one.
+    floor = {"high"} if parsed.signatures else {"high", "medium"}
     for section in sections:
         problem = problems.by_id.get(section.doc.id)
-        if problem is not None and section.confidence != "low":
+        if problem is not None and section.confidence in floor:
             return problem, section.confidence, "its reference section matches the input"
     for hit in hits:
-        if hit.confidence == "low":
+        if hit.confidence not in floor:
             continue
         for problem in problems.citing(hit.doc.id):
             return problem, hit.confidence, f"it cites {hit.doc.id}, the best matching issue"
@@ -221,9 +252,45 @@ def _package_of(prs: Sequence[str], knowledge: Knowledge) -> str:
 # --- actions --------------------------------------------------------------------------------------------
 
 
-def actions(problem: Problem, status: VerdictOut) -> list[ActionOut]:
-    """Up to three actions in the problem's order; an upgrade only when it names a release with the fix
-    and the user's version is not known to have it (then it comes first)."""
+# What in the input shows that an action's condition holds (indexer.problems.When documents each one).
+_SEEN: dict[str, re.Pattern[str]] = {
+    "tools": re.compile(r"\btools?\b|tool_calls?|tool[_ -]choice|function[_ ]call", re.I),
+    "built-in-tools": re.compile(r"--tool-server|\bbrowser tool|\bpython tool|\bmcp\b", re.I),
+    "tool-choice-required": re.compile(r"tool_choice\W{0,4}required", re.I),
+    "reasoning": re.compile(r"reasoning", re.I),
+    "multi-turn": re.compile(r"multi-?turn|previous (?:assistant )?(?:turn|message)|conversation history", re.I),
+    "streaming": re.compile(r"\bstream(?:ing|ed)?\b|stream=true|\bsse\b", re.I),
+    "chat-completions": re.compile(r"chat[/ _.-]?completions?", re.I),
+    "responses-api": re.compile(r"/v1/responses|responses api|serving_responses", re.I),
+    "offline": re.compile(r"offline|no internet|air-?gapped|download", re.I),
+    "benchmark": re.compile(r"bench(?:mark)?|guidellm|\beval(?:uation)?\b", re.I),
+    "offline-inference": re.compile(r"LLM\.generate|\bllm\.chat\(", re.I),
+    "custom-checkpoint": re.compile(r"fine-?tun|\blora\b|checkpoint|re-?quanti|merged weights", re.I),
+    "multi-gpu": re.compile(r"tensor[-_ ]parallel|expert[-_ ]parallel|\btp\s?=?\s?\d|multi-?gpu", re.I),
+    "install": re.compile(r"pip install|\buv\b|build(?:ing)? (?:vllm|from source)|wheel", re.I),
+}
+_CLIENT_WHENS = {"langchain", "litellm", "openai-agents", "codex", "pydantic-ai"}
+
+
+def _holds(condition: str, parsed: ParsedInput) -> bool:
+    if condition == "always":
+        return True
+    if condition in _CLIENT_WHENS:
+        return (parsed.client or "").lower().replace("_", "-").startswith(condition.split("-")[0])
+    rx = _SEEN.get(condition)
+    return bool(rx and rx.search(parsed.text[:200_000]))
+
+
+def _ordered(problem: Problem, parsed: ParsedInput) -> list[Action]:
+    """The problem's actions whose conditions the input shows (or that always apply) first, each group in
+    the docs' order: three lines must be the three that fit this input."""
+    fits = [a for a in problem.actions if all(_holds(c, parsed) for c in a.when)]
+    return fits + [a for a in problem.actions if a not in fits]
+
+
+def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = None) -> list[ActionOut]:
+    """Up to three actions, those that fit the input first; an upgrade only when it names a release with
+    the fix and the user's version is not known to have it (then it comes first)."""
     pid = public_source(problem_id(problem))
     out: list[ActionOut] = []
     upgrade: ActionOut | None = None
@@ -236,7 +303,7 @@ def actions(problem: Problem, status: VerdictOut) -> list[ActionOut]:
             text=f"Upgrade {name} to {status.fixed_in} or newer.",
             sources=[*status.fix_prs, pid][:4],
         )
-    for action in problem.actions:
+    for action in _ordered(problem, parsed) if parsed is not None else problem.actions:
         if action.kind == "upgrade":
             # The verdict's own upgrade (with the release that has the fix) replaces the doc's wording.
             if upgrade is not None and _names_release(action):
@@ -296,6 +363,6 @@ def diagnose(
         confidence=confidence,
         why=why,
         verdict=status,
-        actions=actions(problem, status),
+        actions=actions(problem, status, parsed),
         sources=list(dict.fromkeys([pid, *map(public_source, problem.sources)]))[:6],
     )

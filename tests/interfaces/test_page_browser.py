@@ -92,6 +92,8 @@ def test_real_error_shows_the_known_issue_origin_and_tokens(page: Any, real_app:
     page.goto(real_app.url + "/")
     assert page.title() == "gptoss-doctor"
     _submit(page, REAL_ERROR)
+    # The evidence is folded under the verdict; a reader opens it.
+    page.evaluate("document.querySelectorAll('details.evidence').forEach((d) => { d.open = true; })")
 
     rendered = page.locator("ol.issues > li")
     assert rendered.count() == len(expected["issues"])
@@ -113,6 +115,42 @@ def test_real_error_shows_the_known_issue_origin_and_tokens(page: Any, real_app:
     assert not page.console_errors
     shot = _screenshot(page, "page-lookup.png")
     assert shot.stat().st_size > 10_000
+
+
+VERDICT_ERROR = (
+    "(APIServer pid=1) ERROR 06-23 09:42:17 [serving.py:932] openai_harmony.HarmonyError: "
+    "Unexpected token 200002 while expecting start token 200006"
+)
+
+
+def test_the_verdict_is_above_the_fold_with_linked_sources_and_the_evidence_folded(page: Any, real_app: Any) -> None:
+    expected = httpx.post(f"{real_app.url}/lookup", json={"error": VERDICT_ERROR}, timeout=60).json()
+    diagnosis = expected["diagnosis"]
+    assert diagnosis and diagnosis["actions"], expected
+    page.goto(real_app.url + "/")
+    _submit(page, "\n".join(["INFO 06-23 09:40:00 [api_server.py:1] starting"] * 40 + [VERDICT_ERROR]))
+
+    verdict = page.locator("#verdict")
+    box = verdict.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900, box
+    assert diagnosis["title"] in verdict.inner_text()
+    assert diagnosis["verdict"]["text"] in page.locator("#verdict-status").inner_text()
+    actions = page.locator("#actions > li")
+    assert actions.count() == len(diagnosis["actions"])
+    assert diagnosis["actions"][0]["text"].replace("`", "") in actions.nth(0).inner_text().replace("`", "")
+    # Evidence: folded, in <details>, below the verdict.
+    folded = page.locator("details.evidence")
+    assert folded.count() >= 3 and page.locator("details.evidence[open]").count() == 0
+    assert not page.locator("ol.issues > li").first.is_visible()
+    # Sources are links; a reference section opens on the service, at its heading.
+    href = verdict.locator("a[href*='/references/known-issues.md#']").first.get_attribute("href")
+    assert href and href.startswith(real_app.url + "/references/known-issues.md#")
+    page.goto(href)
+    anchor = href.split("#", 1)[1]
+    assert page.locator(f"[id='{anchor}']").count() == 1
+    assert page.locator(f"[id='{anchor}']").is_visible()
+    assert not page.console_errors
+    _screenshot(page, "page-verdict.png")
 
 
 def test_page_is_readable_on_a_narrow_screen(browser: Any, real_app: Any) -> None:
@@ -188,11 +226,26 @@ def _answer(**overrides: Any) -> dict[str, Any]:
     return answer
 
 
+HOSTILE_DIAGNOSIS = {
+    "problem": "javascript:window.__pwned=6",
+    "title": HOSTILE_TITLE,
+    "kind": "error",
+    "summary": "<img src=z onerror=window.__pwned=7>",
+    "confidence": "high",
+    "why": "<b>why</b>",
+    "verdict": {"status": "no-fix", "text": "<script>window.__pwned=8</script>"},
+    "actions": [{"kind": "avoid", "target": "x", "text": "<i>act</i>", "sources": ["javascript:y", "../../etc"]}],
+    "sources": [],
+}
+
+
 def test_hostile_issue_title_and_fields_render_as_text(page: Any, live_app: Any) -> None:
     page.goto(live_app.url + "/")
-    _fake_lookup(page, _answer())
+    _fake_lookup(page, _answer(diagnosis=HOSTILE_DIAGNOSIS))
     _submit(page, "anything")
+    page.evaluate("document.querySelectorAll('details.evidence').forEach((d) => { d.open = true; })")
     results = page.locator("#results")
+    assert "<script>window.__pwned=8</script>" in page.locator("#verdict-status").inner_text()
     assert results.locator("img, script, svg, b, i, u").count() == 0
     assert page.locator(".issue-title").inner_text() == HOSTILE_TITLE
     # A javascript: URL is never a link: the title falls back to the GitHub link built from the id.

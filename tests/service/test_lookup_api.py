@@ -143,3 +143,23 @@ def test_openapi_documents_the_lookup_contract(client: TestClient) -> None:
     assert "Problem" in components and "LookupResponse" in components
     assert components["LookupResponse"]["properties"]["no_confident_match"]["description"]
     assert client.get("/docs").status_code == 200
+
+
+def test_the_readme_example_answer_is_the_response_schema() -> None:
+    import json
+    import re
+    from pathlib import Path
+
+    from service.models import DiagnosisOut, LookupResponse
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    blocks = [b for b in re.findall(r"```json\n(.*?)```", readme, re.S) if '"diagnosis"' in b]
+    assert len(blocks) == 1
+    example = json.loads(blocks[0])
+    example["index"]["built_at"] = None
+    answer = LookupResponse.model_validate(example)
+    assert set(example) == set(LookupResponse.model_fields) - {"degraded", "partial"}
+    assert set(example["diagnosis"]) == set(DiagnosisOut.model_fields)
+    assert answer.advice[0].flags[0].action == "avoid"
+    schema = LookupResponse.model_json_schema()
+    assert "diagnosis" in schema["properties"] and "DiagnosisOut" in schema["$defs"]

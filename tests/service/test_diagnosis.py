@@ -1,0 +1,170 @@
+"""The verdict first: problem choice, version verdicts (affected, fixed, no release), actions and sources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from indexer.documents import Document
+from indexer.problems import Action, Problem, load_problems
+from service.analysis.input import parse_input
+from service.answer import Knowledge
+from service.config import Settings
+from service.diagnosis import Problems, choose, diagnose, template, verdict
+from service.retrieval import Hit
+from tests.service.support import FastComponents
+
+ANCHOR = "reference/known-issues.md#unknown-thing"
+LINE = "openai_harmony.HarmonyError: Unknown thing while parsing the header"
+
+
+def _problem(**changes: Any) -> Problem:
+    fields: dict[str, Any] = {
+        "anchor": ANCHOR,
+        "doc": "reference/known-issues.md",
+        "title": "Unknown thing while parsing the header",
+        "kind": "error",
+        "errors": (LINE,),
+        "side": "server",
+        "change_side": ("server",),
+        "cause": "The parser met a thing it does not know. More prose follows here.",
+        "status": "fixed",
+        "fixed_in": {"vllm": "0.14.0"},
+        "fix_prs": ("o/r#2",),
+        "actions": (
+            Action(kind="upgrade", target="vllm", value="0.14.0", when=("always",), text="Up.", sources=("o/r#2",)),
+            Action(kind="avoid", target="ignore_eos", when=("always",), text="Leave it out.", sources=("o/r#1",)),
+            Action(kind="set", target="--enforce-eager", when=("streaming",), text="Set it.", sources=("o/r#1",)),
+            Action(kind="workaround", target="retry", when=("benchmark",), text="Retry.", sources=("o/r#1",)),
+        ),
+        "sources": ("o/r#1", "o/r#2"),
+    }
+    fields.update(changes)
+    return Problem(**fields)
+
+
+def _pull(number: int, **changes: Any) -> Document:
+    return Document(
+        id=f"o/r#{number}", kind="pull", repo="o/r", number=number, title="fix", text="fix", state="merged", **changes
+    )
+
+
+KNOWLEDGE = Knowledge([_pull(2)])
+
+
+def _verdict(problem: Problem, text: str, knowledge: Knowledge = KNOWLEDGE) -> Any:
+    return verdict(problem, parse_input(text), knowledge)
+
+
+def test_an_older_version_is_affected_and_upgrades_to_the_release_with_the_fix() -> None:
+    status = _verdict(_problem(), f"vllm==0.11.0\n{LINE}")
+    assert (status.status, status.fixed_in, status.your_version) == ("affected", "0.14.0", "0.11.0")
+    assert status.text == "Fixed in vLLM 0.14.0, you run 0.11.0: upgrade."
+    answer = diagnose(parse_input(f"vllm==0.11.0\n{LINE}"), Problems([_problem()]), KNOWLEDGE, hits=[], sections=[])
+    assert answer is not None and answer.actions[0].kind == "upgrade"
+    assert (answer.actions[0].value, answer.actions[0].target) == ("0.14.0", "vllm")
+    assert "o/r#2" in answer.actions[0].sources
+
+
+def test_a_version_with_the_fix_is_told_to_look_elsewhere_and_gets_no_upgrade() -> None:
+    text = f"vLLM API server version 0.14.1\n{LINE}"
+    status = _verdict(_problem(), text)
+    assert status.status == "has-fix" and "already has the fix" in status.text and "look elsewhere" in status.text
+    answer = diagnose(parse_input(text), Problems([_problem()]), KNOWLEDGE, hits=[], sections=[])
+    assert answer is not None and "upgrade" not in {a.kind for a in answer.actions}
+
+
+def test_no_release_with_a_fix_names_the_open_pr_and_never_upgrades() -> None:
+    problem = _problem(status="open", fixed_in={}, fix_prs=(), open_prs=("o/r#3",))
+    status = _verdict(problem, f"vllm 0.11.0\n{LINE}")
+    assert status.status == "no-release" and status.fixed_in is None
+    assert status.text == "No release has a fix (open PR o/r#3): use the workaround."
+    answer = diagnose(parse_input(LINE), Problems([problem]), KNOWLEDGE, hits=[], sections=[])
+    assert answer is not None and all(a.kind != "upgrade" for a in answer.actions)
+    assert "o/r#3" not in {s for a in answer.actions for s in a.sources}, "an open PR is not a fix"
+
+
+def test_a_release_the_sync_verified_wins_and_an_unreleased_merge_says_so() -> None:
+    placed = Knowledge([_pull(2, released_in="v0.13.0", release_checked="v0.15.0", release_source="github")])
+    status = _verdict(_problem(), f"vllm==0.13.0\n{LINE}", placed)
+    assert (status.status, status.fixed_in, status.release_verified) == ("has-fix", "0.13.0", True)
+    pending = Knowledge([_pull(2, release_checked="v0.12.0", release_source="github")])
+    status = _verdict(_problem(status="merged", fixed_in={}), LINE, pending)
+    assert status.status == "unreleased" and "v0.12.0" in status.text
+    unchecked = _verdict(_problem(status="merged", fixed_in={}), LINE)
+    assert status.status == "unreleased" and "not verified" in unchecked.text
+
+
+def test_unknown_version_says_which_release_has_the_fix() -> None:
+    status = _verdict(_problem(), LINE)
+    assert status.status == "fixed" and status.your_version is None and "0.14.0" in status.text
+
+
+def test_actions_that_fit_the_input_come_first_and_cite_the_section() -> None:
+    problems = Problems([_problem(status="open", fixed_in={}, fix_prs=())])
+    plain = diagnose(parse_input(LINE), problems, KNOWLEDGE, hits=[], sections=[])
+    streamed = diagnose(parse_input(f"stream=true\n{LINE}"), problems, KNOWLEDGE, hits=[], sections=[])
+    assert plain is not None and streamed is not None
+    assert [a.target for a in plain.actions] == ["ignore_eos", "--enforce-eager", "retry"]
+    assert [a.target for a in streamed.actions][:2] == ["ignore_eos", "--enforce-eager"]
+    assert plain.actions[1].when == "streaming"
+    for action in plain.actions:
+        assert "references/known-issues.md#unknown-thing" in action.sources
+    assert plain.problem == "references/known-issues.md#unknown-thing"
+    assert plain.summary == "The parser met a thing it does not know."
+
+
+def test_the_same_error_with_another_detail_finds_its_problem() -> None:
+    listed = "openai_harmony.HarmonyError: Unknown role: <|start|>assistant"
+    problem = _problem(errors=(listed,), title="Unknown role")
+    assert template("openai_harmony.harmonyerror: unknown role: <|start|>assistant") == "unknown role:"
+    assert template("openai_harmony.harmonyerror: unexpected token 1") is None
+    chosen = choose(parse_input("openai_harmony.HarmonyError: Unknown role: assistantary"), Problems([problem]), [], [])
+    assert chosen is not None and chosen[0] is problem and chosen[1] == "high"
+
+
+def _section(confidence: str) -> Hit:
+    doc = Document(id=ANCHOR, kind="reference-section", title="x", text="x")
+    return Hit(doc=doc, score=0.5, confidence=confidence, why=["x"])  # type: ignore[arg-type]
+
+
+def test_a_question_goes_by_its_section_an_unlisted_error_line_needs_a_strong_one() -> None:
+    problems = Problems([_problem(kind="setup", errors=())])
+    question = parse_input("which flags do I need so tool calls work with the 120b model?")
+    assert choose(question, problems, [], [_section("medium")]) is not None
+    error = parse_input("ValueError: something else entirely went wrong in the parser")
+    assert choose(error, problems, [], [_section("medium")]) is None
+    assert choose(error, problems, [], [_section("high")]) is not None
+
+
+# --- the real docs through the engine ----------------------------------------------------------------
+
+ERROR_200002 = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+
+
+@pytest.fixture
+def engine(fast_components: FastComponents, settings: Settings) -> Any:
+    return fast_components.engine(settings)
+
+
+def test_the_200002_line_gets_its_problem_and_no_reporter_setting_as_advice(engine: Any) -> None:
+    answer = engine.lookup(f"vllm 0.11.0 {ERROR_200002}\nsampling params {{'ignore_eos': True}}")
+    assert answer.diagnosis is not None
+    section = "references/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"
+    assert answer.diagnosis.problem == section
+    assert answer.diagnosis.confidence == "high" and 1 <= len(answer.diagnosis.actions) <= 3
+    assert answer.diagnosis.verdict.status == "no-release"
+    typed = [f for item in answer.advice for f in item.flags]
+    assert not [f for f in typed if f.flag.strip("-").replace("-", "_") == "ignore_eos" and f.action == "set"]
+    said = {t for fix in answer.fixes for t in [fix.summary, *fix.steps]}
+    assert not [a for a in answer.advice if a.summary in said]
+
+
+def test_every_upgrade_in_the_real_docs_names_a_release_with_a_merged_fix(engine: Any, settings: Settings) -> None:
+    problems = load_problems(settings.docs_dir)
+    assert problems
+    for problem in problems:
+        for action in problem.actions:
+            if action.kind == "upgrade":
+                assert action.value and problem.fix_prs, problem.anchor
