@@ -127,7 +127,7 @@ def choose(
         if problem is not None and section.confidence in floor:
             return problem, section.confidence, "its reference section matches the input"
     for hit in hits:
-        if hit.confidence not in floor:
+        if hit.confidence != "high":  # a problem cites many threads: only a close one points at it
             continue
         for problem in problems.citing(hit.doc.id):
             return problem, hit.confidence, f"it cites {hit.doc.id}, the best matching issue"
@@ -305,10 +305,15 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
         )
     for action in _ordered(problem, parsed) if parsed is not None else problem.actions:
         if action.kind == "upgrade":
-            # The verdict's own upgrade (with the release that has the fix) replaces the doc's wording.
-            if upgrade is not None and _names_release(action):
-                upgrade = upgrade.model_copy(update={"text": action.text or upgrade.text})
-            continue
+            if upgrade is not None:
+                # The verdict's own upgrade (to the release with the fix) replaces the doc's wording.
+                if _names_release(action):
+                    upgrade = upgrade.model_copy(update={"text": action.text or upgrade.text})
+                continue
+            if status.status == "has-fix" or not _needs(action, parsed):
+                continue  # the user's version already is that release or newer
+            if set(action.sources) <= set(problem.open_prs):
+                continue  # an open PR is not in any release: never an upgrade
         out.append(_action_out(action, pid))
     if upgrade is not None:
         out.insert(0, upgrade)
@@ -317,6 +322,15 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
 
 def _names_release(action: Action) -> bool:
     return _version(action.value) is not None
+
+
+def _needs(action: Action, parsed: ParsedInput | None) -> bool:
+    """An upgrade applies unless the input shows the package at that release or newer."""
+    if not _names_release(action):
+        return False
+    yours = _version(user_version(parsed, action.target.lower())) if parsed is not None else None
+    need = _version(action.value)
+    return yours is None or need is None or yours < need
 
 
 def _action_out(action: Action, pid: str) -> ActionOut:

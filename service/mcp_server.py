@@ -87,12 +87,11 @@ MAX_BRIEF_FIXES = 2
 class BriefIssue(BaseModel):
     """One ranked issue, without the matching evidence."""
 
-    id: str = Field(description="owner/repo#N; get_issue gives the details")
+    id: str = Field(description="owner/repo#N (https://github.com/owner/repo/issues/N); get_issue gives the details")
     title: str
     state: str | None
     confidence: str = Field(description="high, medium or low (rises with the score)")
     score: float
-    url: str | None
     fixed_by: list[str] = Field(default=[], description="PRs that fix it")
 
 
@@ -120,8 +119,16 @@ class LookupBrief(BaseModel):
 
 def brief(answer: LookupResponse) -> LookupBrief:
     """The compact form of a /lookup answer (about 3 KB for a typical error)."""
+    diagnosis = answer.diagnosis
+    if diagnosis is not None:
+        # The section is the diagnosis' own problem: name it once, not under every action.
+        actions = [
+            a.model_copy(update={"sources": [s for s in a.sources if s != diagnosis.problem] or a.sources})
+            for a in diagnosis.actions
+        ]
+        diagnosis = diagnosis.model_copy(update={"actions": actions, "sources": diagnosis.sources[:4]})
     return LookupBrief(
-        diagnosis=answer.diagnosis,
+        diagnosis=diagnosis,
         no_confident_match=answer.no_confident_match,
         origin=answer.analysis.origin,
         tokens=answer.analysis.tokens[:8],
@@ -133,7 +140,6 @@ def brief(answer: LookupResponse) -> LookupBrief:
                 state=i.state,
                 confidence=i.confidence,
                 score=i.score,
-                url=i.url,
                 fixed_by=i.fixed_by,
             )
             for i in answer.issues

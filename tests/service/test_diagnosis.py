@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from indexer.documents import Document
 from indexer.problems import Action, Problem, load_problems
+from indexer.sources.cards import bundled_cards
 from service.analysis.input import parse_input
 from service.answer import Knowledge
 from service.config import Settings
@@ -76,7 +78,9 @@ def test_a_version_with_the_fix_is_told_to_look_elsewhere_and_gets_no_upgrade() 
 
 
 def test_no_release_with_a_fix_names_the_open_pr_and_never_upgrades() -> None:
+    proposed = Action(kind="upgrade", target="vllm", value="0.14.0", when=("always",), text="Up.", sources=("o/r#3",))
     problem = _problem(status="open", fixed_in={}, fix_prs=(), open_prs=("o/r#3",))
+    problem = problem.model_copy(update={"actions": (proposed, *problem.actions[1:])})
     status = _verdict(problem, f"vllm 0.11.0\n{LINE}")
     assert status.status == "no-release" and status.fixed_in is None
     assert status.text == "No release has a fix (open PR o/r#3): use the workaround."
@@ -102,7 +106,8 @@ def test_unknown_version_says_which_release_has_the_fix() -> None:
 
 
 def test_actions_that_fit_the_input_come_first_and_cite_the_section() -> None:
-    problems = Problems([_problem(status="open", fixed_in={}, fix_prs=())])
+    problem = _problem(status="open", fixed_in={}, fix_prs=())
+    problems = Problems([problem.model_copy(update={"actions": problem.actions[1:]})])
     plain = diagnose(parse_input(LINE), problems, KNOWLEDGE, hits=[], sections=[])
     streamed = diagnose(parse_input(f"stream=true\n{LINE}"), problems, KNOWLEDGE, hits=[], sections=[])
     assert plain is not None and streamed is not None
@@ -161,10 +166,21 @@ def test_the_200002_line_gets_its_problem_and_no_reporter_setting_as_advice(engi
     assert not [a for a in answer.advice if a.summary in said]
 
 
-def test_every_upgrade_in_the_real_docs_names_a_release_with_a_merged_fix(engine: Any, settings: Settings) -> None:
+def test_every_upgrade_in_the_real_docs_names_a_release_with_a_merged_pr(settings: Settings) -> None:
+    merged = {card.id for card in bundled_cards() if card.state == "merged"}
     problems = load_problems(settings.docs_dir)
     assert problems
     for problem in problems:
         for action in problem.actions:
             if action.kind == "upgrade":
-                assert action.value and problem.fix_prs, problem.anchor
+                assert action.value and re.match(r"^\d+(\.\d+)+", action.value), problem.anchor
+                assert merged & {*action.sources, *problem.fix_prs}, problem.anchor
+
+
+def test_a_doc_upgrade_applies_only_below_its_release() -> None:
+    problem = _problem(status="not-a-bug", fixed_in={}, fix_prs=())
+    older = diagnose(parse_input(f"vllm==0.13.0\n{LINE}"), Problems([problem]), KNOWLEDGE, hits=[], sections=[])
+    newer = diagnose(parse_input(f"vllm==0.15.0\n{LINE}"), Problems([problem]), KNOWLEDGE, hits=[], sections=[])
+    assert older is not None and newer is not None
+    assert [a.value for a in older.actions if a.kind == "upgrade"] == ["0.14.0"]
+    assert not [a for a in newer.actions if a.kind == "upgrade"]
