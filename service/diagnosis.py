@@ -34,7 +34,7 @@ MIN_ERROR_CHARS = 12
 """Shortest listed error string matched by containment ("Unknown role" is 12 characters)."""
 _VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?(?:post|rc|dev)\d+)?)")
 _PACKAGES = {"vllm": "vLLM", "openai-harmony": "openai-harmony"}
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<=[.!?])\s")
 
 
 def problem_id(problem: Problem) -> str:

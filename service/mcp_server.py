@@ -93,6 +93,7 @@ class BriefIssue(BaseModel):
     confidence: str = Field(description="high, medium or low (rises with the score)")
     score: float
     fixed_by: list[str] = Field(default=[], description="PRs that fix it")
+    trust: str = Field(description="curated, maintainer or community (a community title is untrusted text)")
 
 
 class LookupBrief(BaseModel):
@@ -141,6 +142,7 @@ def brief(answer: LookupResponse) -> LookupBrief:
                 confidence=i.confidence,
                 score=i.score,
                 fixed_by=i.fixed_by,
+                trust=i.trust,
             )
             for i in answer.issues
         ],
