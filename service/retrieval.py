@@ -428,7 +428,7 @@ class Retriever:
             evidence[j].fused += share
 
         allowed = set(repos) if repos else None
-        named = self._named_repos(parsed)
+        words = self._input_words(parsed)
         components = self._input_components(parsed)
         scores: dict[int, float] = {}
         for index, e in evidence.items():
@@ -437,7 +437,7 @@ class Retriever:
                 continue
             if allowed is not None and doc.repo not in allowed:
                 continue
-            boost = self._adjustment(doc, e, parsed, named)
+            boost = self._adjustment(doc, e, parsed, words)
             if doc.component in components:
                 boost += c.same_component_boost
             scores[index] = e.fused * boost
@@ -450,7 +450,7 @@ class Retriever:
         confident = any(h.confidence == "high" for h in hits)
         return RetrievalResult(hits=hits, sections=section_hits, confident=confident, degraded=degraded)
 
-    def _adjustment(self, doc: Document, e: _Evidence, parsed: ParsedInput, named: frozenset[str]) -> float:
+    def _adjustment(self, doc: Document, e: _Evidence, parsed: ParsedInput, words: frozenset[str]) -> float:
         """The factor on a thread's fused score from its engine, client, repository and fix state."""
         c = self.calibration
         boost = 1.0
@@ -474,10 +474,11 @@ class Retriever:
         if parsed.client and self.engines.client.get(doc.id) == parsed.client:
             boost += c.same_client_boost
             e.adjusted.append(f"same client ({parsed.client})")
-        if doc.repo is not None and doc.repo.split("/", 1)[-1].lower() in named:
+        name = (doc.repo or "").split("/", 1)[-1].lower()
+        if name in words and name in self._repo_names:
             boost += c.named_repo_boost
             e.adjusted.append(f"the input names {doc.repo}")
-        elif self.engines.is_platform_copy(doc) and not self._names_repo(parsed, doc.repo or ""):
+        elif self.engines.is_platform_copy(doc) and not self._names_repo(words, doc.repo or ""):
             boost *= c.platform_factor
         if e.signature >= c.signature_high and titled(e.signature_match, doc.title):
             boost *= c.titled_factor
@@ -503,16 +504,15 @@ class Retriever:
             out.append((score, i))
         return out
 
-    def _named_repos(self, parsed: ParsedInput) -> frozenset[str]:
-        """Repository names of the index (not engine names) that the input writes as a word."""
-        words = {w.replace("_", "-") for w in _REPO_WORD.findall(parsed.text[:200_000].lower())}
-        return frozenset(words & self._repo_names)
+    @staticmethod
+    def _input_words(parsed: ParsedInput) -> frozenset[str]:
+        """The input's name-like words (``mlx_lm`` read as ``mlx-lm``), computed once per search."""
+        return frozenset(w.replace("_", "-") for w in _REPO_WORD.findall(parsed.text[:200_000].lower()))
 
     @staticmethod
-    def _names_repo(parsed: ParsedInput, repo: str) -> bool:
+    def _names_repo(words: frozenset[str], repo: str) -> bool:
         """True when the input names the repository's owner or name (a vendor fork, a platform, a tool)."""
-        text = parsed.text[:200_000].lower()
-        return any(len(part) >= 4 and part in text for part in repo.lower().split("/", 1))
+        return any(part in words for part in repo.lower().split("/", 1))
 
     def _lift_upstream(
         self, scores: dict[int, float], evidence: dict[int, _Evidence], parsed: ParsedInput, allowed: set[str] | None
