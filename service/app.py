@@ -14,7 +14,7 @@ from fastapi.openapi.utils import get_openapi
 from service.api.drain import DrainRefusedBody
 from service.api.errors import install_error_handlers
 from service.api.identity import IdentifyMiddleware
-from service.api.routes import check, lookup, reference, status, ui
+from service.api.routes import check, docs, lookup, reference, status, ui
 from service.config import Settings, load_settings
 from service.models import Problem
 from service.runtime import Loader, Runtime, default_loader
@@ -60,6 +60,8 @@ def create_app(
         version=_version(),
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by routes.docs from packaged assets: FastAPI's pages need a CDN
+        redoc_url=None,
     )
     app.state.runtime = runtime
     install_error_handlers(app)
@@ -68,6 +70,7 @@ def create_app(
     app.include_router(status.router)
     app.include_router(ui.router)
     app.include_router(reference.router)
+    app.include_router(docs.router)
     from service.api.mcp_mount import mount_mcp  # the MCP SDK loads only when an app is built
 
     mount_mcp(app, settings, lambda: runtime.engine, not_ready_detail=runtime.not_ready_detail)

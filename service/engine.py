@@ -422,6 +422,10 @@ class LookupEngine:
         """The generation the engine currently answers from."""
         return self._snapshot.generation
 
+    def known_repos(self) -> set[str]:
+        """Repositories the loaded index holds threads from: a repo filter outside them matches nothing."""
+        return {doc.repo for doc in self._snapshot.documents if doc.repo}
+
     def degraded_reasons(self) -> list[str]:
         """Why answers are currently degraded; empty when all is well."""
         reasons = []

@@ -1,4 +1,8 @@
-"""``gptoss-doctor lookup TEXT``: diagnose an error in-process, or ask a running service with ``--url``."""
+"""``gptoss-doctor lookup TEXT``: diagnose an error with a running service, or in-process on the local index.
+
+Without ``--url`` it first asks a gptoss-doctor already serving on this host (``GPTOSS_DOCTOR_PORT``): a
+warm service answers in milliseconds where a cold in-process lookup takes seconds. ``--local`` skips that.
+"""
 
 from __future__ import annotations
 
@@ -43,6 +47,13 @@ def lookup_remote(url: str, text: str, top_k: int, repos: list[str] | None, toke
         response = httpx.post(endpoint, json=payload, headers=headers, timeout=60.0)
     except httpx.HTTPError as exc:
         raise click.ClickException(f"cannot reach {endpoint}: {exc}") from exc
+    from service.cli.service_probe import is_doctor
+
+    if not is_doctor(response.headers):
+        raise click.ClickException(
+            f"{endpoint} answered {response.status_code}, but not as gptoss-doctor (another program on that "
+            "port?); check --url or GPTOSS_DOCTOR_URL"
+        )
     if response.status_code != 200:
         try:
             problem = response.json()
@@ -54,6 +65,31 @@ def lookup_remote(url: str, text: str, top_k: int, repos: list[str] | None, toke
         raise click.ClickException(terminal_safe(f"{endpoint} answered {response.status_code}: {message}{hint}"))
     data: dict[str, Any] = response.json()
     return data
+
+
+def check_request(text: str, top_k: int, repos: list[str] | None) -> None:
+    """Refuse what the API would refuse with 422 (e.g. ``--repo vllm``), as a usage error (exit 2)."""
+    from pydantic import ValidationError
+
+    from service.models import LookupRequest
+
+    try:
+        LookupRequest(error=text, top_k=top_k, repos=repos)
+    except ValidationError as exc:
+        problems = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in exc.errors())
+        raise click.UsageError(problems) from None
+
+
+def warn_unknown_repos(repos: list[str] | None, known: set[str] | None, issues: list[Any]) -> None:
+    """Say so when a --repo filter names a repository with nothing in the index (it filters everything)."""
+    if not repos:
+        return
+    if known is not None:
+        unknown = [repo for repo in repos if repo not in known]
+        for repo in unknown:
+            click.echo(f"warning: the index holds no thread from {repo}; no issue can match it.", err=True)
+    elif not issues:
+        click.echo(f"warning: no issue from {', '.join(repos)} matched; check the owner/name spelling.", err=True)
 
 
 def lookup_local(text: str, top_k: int, repos: list[str] | None) -> dict[str, Any]:
@@ -69,9 +105,27 @@ def lookup_local(text: str, top_k: int, repos: list[str] | None) -> dict[str, An
     except (DoctorError, IndexerError) as exc:
         raise click.ClickException(str(exc)) from exc
     try:
+        warn_unknown_repos(repos, engine.known_repos(), [])
         return engine.lookup(text, top_k=top_k, repos=repos).model_dump(mode="json")
     finally:
         engine.close()
+
+
+def running_service() -> str | None:
+    """The URL of a ready gptoss-doctor on this host (``GPTOSS_DOCTOR_HOST``/``PORT``), or None."""
+    from service.cli.service_probe import local_url, ready_service
+    from service.config import load_settings
+    from service.errors import DoctorError
+
+    try:
+        settings = load_settings()
+    except DoctorError as exc:
+        raise click.ClickException(str(exc)) from exc
+    url = local_url(settings.host, settings.port)
+    if not ready_service(url):
+        return None
+    click.echo(f"(answered by the gptoss-doctor service at {url}; --local uses the local index)", err=True)
+    return url
 
 
 _MD_LINK = re.compile(r"\[([^\]\n]{1,200})\]\(([^)\s]{1,300})\)")
@@ -230,15 +284,24 @@ def render(answer: LookupResponse, console: Console, *, base_url: str | None = N
 @click.option(
     "--url",
     envvar="GPTOSS_DOCTOR_URL",
-    help="Ask a running service (e.g. http://127.0.0.1:20120) instead of the local index.",
+    help="Ask this service (e.g. http://127.0.0.1:20120); default: the one on this host if it answers, else "
+    "the local index.",
 )
+@click.option("--local", is_flag=True, help="Use the local index in-process even when a service answers.")
 @click.option(
     "--token",
     envvar="GPTOSS_DOCTOR_READ_TOKEN",
     help="Bearer token for a service that requires one (--url).",
 )
 def lookup(
-    text: str, top_k: int, repos: tuple[str, ...], as_json: bool, full: bool, url: str | None, token: str | None
+    text: str,
+    top_k: int,
+    repos: tuple[str, ...],
+    as_json: bool,
+    full: bool,
+    url: str | None,
+    local: bool,
+    token: str | None,
 ) -> None:
     """Diagnose TEXT (an error line, a client exception or a log); - reads stdin.
 
@@ -256,7 +319,13 @@ def lookup(
     if not error.strip():
         raise click.UsageError("nothing to look up: TEXT (or stdin) is empty")
     selected = list(repos) or None
-    data = lookup_remote(url, error, top_k, selected, token) if url else lookup_local(error, top_k, selected)
+    check_request(error, top_k, selected)
+    url = url or (None if local else running_service())
+    if url:
+        data = lookup_remote(url, error, top_k, selected, token)
+        warn_unknown_repos(selected, None, data.get("issues") or [])
+    else:
+        data = lookup_local(error, top_k, selected)
     data = terminal_safe_data(data)  # thread titles and text come from GitHub users
     if as_json:
         click.echo(json.dumps(data, indent=2, ensure_ascii=False))

@@ -57,11 +57,14 @@ def port_problem(host: str, port: int) -> str | None:
         try:
             probe.bind(address)
         except OSError as exc:
+            from service.cli.service_probe import local_url
+
             reason = exc.strerror or str(exc)
+            client_url = local_url(host, port).rsplit(":", 1)[0] + ":N"
             return (
                 f"cannot listen on {host}:{port}: {reason} (another program, such as a model server, may hold "
                 f"it). Pick a free port with --port N or GPTOSS_DOCTOR_PORT=N, and point clients at it with "
-                f"GPTOSS_DOCTOR_URL=http://{host}:N."
+                f"GPTOSS_DOCTOR_URL={client_url}."
             )
     return None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -100,13 +101,16 @@ def test_serve_options_mirror_the_settings_env_vars(monkeypatch: pytest.MonkeyPa
         seen.update(app=app, host=host, port=port, settings=app.state.runtime.settings)
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
+    with socket.socket() as probe:  # a port free right now (serve checks it before starting)
+        probe.bind(("0.0.0.0", 0))
+        port = probe.getsockname()[1]
     result = CliRunner().invoke(
         main,
-        ["serve", "--port", "8123"],
+        ["serve", "--port", str(port)],
         env={"GPTOSS_DOCTOR_HOST": "0.0.0.0", "GPTOSS_DOCTOR_REINDEX_INTERVAL": "6h"},
     )
     assert result.exit_code == 0, result.output
-    assert (seen["host"], seen["port"]) == ("0.0.0.0", 8123)
+    assert (seen["host"], seen["port"]) == ("0.0.0.0", port)
     assert seen["settings"].reindex_interval.total_seconds() == 6 * 3600
     bad = CliRunner().invoke(main, ["serve"], env={"GPTOSS_DOCTOR_REINDEX_INTERVAL": "soon"})
     assert bad.exit_code == 1 and "invalid duration" in bad.output

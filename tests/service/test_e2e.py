@@ -108,3 +108,14 @@ def test_cli_lookup_runs_in_process_on_the_local_index(built_index: Settings, mo
     assert result.exit_code == 0, result.output
     assert KNOWN[2][1] & {word.rstrip(":") for word in result.stdout.split()}
     assert "building" not in result.stderr.lower()
+
+
+def test_cli_lookup_warns_when_the_index_has_no_thread_from_a_repo(
+    built_index: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPTOSS_DOCTOR_DATA_DIR", str(built_index.data_dir))
+    result = CliRunner().invoke(main, ["lookup", "--local", "--repo", "nobody/nothing", KNOWN[1][0]])
+    assert result.exit_code == 0, result.output
+    assert "the index holds no thread from nobody/nothing" in result.stderr
+    known = CliRunner().invoke(main, ["lookup", "--local", "--repo", "vllm-project/vllm", KNOWN[1][0]])
+    assert known.exit_code == 0 and "warning" not in known.stderr

@@ -170,9 +170,58 @@ def test_bm25s_debug_lines_stay_out_of_an_info_log() -> None:
     root.addHandler(handler)  # as `serve` sets it up: logging.basicConfig(level=INFO), a handler at NOTSET
     root.setLevel(logging.INFO)
     try:
-        bm25s.BM25().index(bm25s.tokenize(["harmony error token", "tool call parser"], show_progress=False),
-                           show_progress=False)
+        bm25s.BM25().index(
+            bm25s.tokenize(["harmony error token", "tool call parser"], show_progress=False), show_progress=False
+        )
     finally:
         root.removeHandler(handler)
         root.setLevel(level)
     assert [r.getMessage() for r in records if r.name.startswith("bm25s") and r.levelno < logging.INFO] == []
+
+
+# --- gptoss-doctor lookup: a running service, --repo checks ----------------------------------------
+
+
+def test_cli_lookup_uses_the_service_running_on_this_host(live_app: LiveServer) -> None:
+    port = live_app.url.rsplit(":", 1)[1]
+    result = CliRunner().invoke(main, ["lookup", "--json", ERROR], env={"GPTOSS_DOCTOR_PORT": port})
+    assert result.exit_code == 0, result.output
+    assert f"answered by the gptoss-doctor service at {live_app.url}" in result.stderr
+    assert json.loads(result.stdout)["analysis"]["origin"]["side"]
+
+
+def test_cli_lookup_refuses_a_repo_that_is_not_owner_name() -> None:
+    result = CliRunner().invoke(main, ["lookup", "--local", "--repo", "vllm", ERROR])
+    assert result.exit_code == 2, result.output
+    assert "'vllm' is not owner/name" in result.output
+
+
+def test_cli_lookup_warns_about_a_repo_nothing_matched(live_app: LiveServer) -> None:
+    result = CliRunner().invoke(main, ["lookup", "--url", live_app.url, "--repo", "nobody/nothing", ERROR])
+    assert result.exit_code == 0, result.output
+    assert "warning: no issue from nobody/nothing matched" in result.stderr
+
+
+def test_cli_lookup_refuses_another_program_at_url() -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Other(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        result = CliRunner().invoke(main, ["lookup", "--url", url, ERROR])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result.exit_code == 1
+    assert "not as gptoss-doctor" in result.output
