@@ -318,7 +318,7 @@ def test_mcp_over_stdio_with_the_real_index(built_index: Settings) -> None:
     assert not lookup.is_error, _text(lookup)
     issues = lookup.structured_content["issues"]
     assert KNOWN_THREADS & {issue["id"] for issue in issues[:3]}
-    assert lookup.structured_content["analysis"]["origin"]["explanation"]
+    assert lookup.structured_content["origin"]["explanation"]
     assert lookup.structured_content["no_confident_match"] is False
     assert out["decode"].structured_content["tokens"] == [{"id": 200002, "text": "<|return|>", "special": True}]
     assert out["issue"].structured_content["source"] == "index"
