@@ -336,7 +336,8 @@ def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) 
             "446a9538…1a2d) in a "
             "local folder and set `TIKTOKEN_ENCODINGS_BASE=<that folder>` in the server's "
             "environment before it "
-            "starts, so openai-harmony does not try to download it.",
+            "starts, so openai-harmony does not try to download it. `gptoss-doctor vocab export DIR` "
+            "writes the verified file and prints that line.",
             flags=[flag("TIKTOKEN_ENCODINGS_BASE", "set")],
             sources=_sources(hits, r"TIKTOKEN_ENCODINGS_BASE"),
         )

@@ -18,6 +18,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("service.cli.mcp", "mcp"),
     "doctor": ("service.cli.doctor", "doctor"),
     "check": ("service.cli.check", "check"),
+    "vocab": ("service.cli.vocab", "vocab"),
 }
 
 _SHORT_HELP = {
@@ -28,6 +29,7 @@ _SHORT_HELP = {
     "mcp": "Serve the MCP tools over stdio.",
     "doctor": "Check the local setup and say how to fix each problem.",
     "check": "Check a vllm serve command, a request body or a model folder before it fails.",
+    "vocab": "Export the verified Harmony vocab for an offline vLLM host.",
 }
 
 

@@ -127,6 +127,7 @@ def test_offline_vocab_advises_the_env_var(cards: dict[str, Document]) -> None:
     rule = _about(advice, "TIKTOKEN_ENCODINGS_BASE")
     assert rule and rule[0].flags == [FlagOut(flag="TIKTOKEN_ENCODINGS_BASE", action="set")]
     assert rule[0].sources  # backed by KB cards that give the workaround
+    assert "gptoss-doctor vocab export DIR" in rule[0].summary  # the command that writes the file
 
 
 def test_return_token_error_advises_against_ignore_eos(cards: dict[str, Document]) -> None:
