@@ -35,6 +35,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "same_client_boost": (0.05, 0.1, 0.2),
     "named_repo_boost": (0.1, 0.2, 0.3),
     "same_component_boost": (0.0, 0.05, 0.1),
+    "titled_factor": (1.0, 1.15, 1.35),
     "dense_high": (0.58, 0.62, 0.66),
     "signature_high": (0.68, 0.72, 0.78),
 }

@@ -53,7 +53,9 @@ class Calibration:
     """The fix PR of that upstream thread ranks this much above the copy."""
     titled_factor: float = 1.35
     """A thread whose title quotes the error string the input matches (at signature_high or above): the
-    canonical report of that error, above threads that only mention it (set by hand, not fitted)."""
+    canonical report of that error, above threads that only mention it."""
+    titled_margin: float = 0.05
+    """How far below the best signature score a titled thread's match may be and still get titled_factor."""
 
     # -- confidence ---------------------------------------------------------------------------------
     signature_high: float = 0.72

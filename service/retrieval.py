@@ -429,6 +429,7 @@ class Retriever:
 
         allowed = set(repos) if repos else None
         words = self._input_words(parsed)
+        top_signature = max((e.signature for e in evidence.values()), default=0.0)
         components = self._input_components(parsed)
         scores: dict[int, float] = {}
         for index, e in evidence.items():
@@ -437,7 +438,7 @@ class Retriever:
                 continue
             if allowed is not None and doc.repo not in allowed:
                 continue
-            boost = self._adjustment(doc, e, parsed, words)
+            boost = self._adjustment(doc, e, parsed, words, top_signature)
             if doc.component in components:
                 boost += c.same_component_boost
             scores[index] = e.fused * boost
@@ -450,7 +451,9 @@ class Retriever:
         confident = any(h.confidence == "high" for h in hits)
         return RetrievalResult(hits=hits, sections=section_hits, confident=confident, degraded=degraded)
 
-    def _adjustment(self, doc: Document, e: _Evidence, parsed: ParsedInput, words: frozenset[str]) -> float:
+    def _adjustment(
+        self, doc: Document, e: _Evidence, parsed: ParsedInput, words: frozenset[str], top_signature: float
+    ) -> float:
         """The factor on a thread's fused score from its engine, client, repository and fix state."""
         c = self.calibration
         boost = 1.0
@@ -480,7 +483,10 @@ class Retriever:
             e.adjusted.append(f"the input names {doc.repo}")
         elif self.engines.is_platform_copy(doc) and not self._names_repo(words, doc.repo or ""):
             boost *= c.platform_factor
-        if e.signature >= c.signature_high and titled(e.signature_match, doc.title):
+        # Only a title quoting one of the best-matching error strings: a title that quotes a generic
+        # prefix ("HarmonyError: Unexpected token") must not lift a thread above the exact one.
+        best = max(c.signature_high, top_signature - c.titled_margin)
+        if e.signature >= best and titled(e.signature_match, doc.title):
             boost *= c.titled_factor
             e.adjusted.append("its title quotes the error")
         return boost

@@ -36,6 +36,8 @@ _BOILERPLATE = re.compile(
 )
 _WORD = re.compile(r"[A-Za-z][a-z']{1,30}")
 _CODE_LIKE = re.compile(r"^\s{0,8}(?:File \"|at |\$ |>>>|#|//|\{|\}|\[|\]|def |class |import |from \S+ import)")
+# A command line (``vllm serve ... --chat-template x``): context, not the user's account of the failure.
+_COMMAND = re.compile(r"(?:^|\s)--[a-z][\w-]{1,40}|^\s{0,8}(?:sudo|export|docker|python3?|pip|uv|curl|vllm|ollama) ")
 
 
 @dataclass
@@ -58,7 +60,7 @@ class Distilled:
 
 
 def _is_prose(line: str) -> bool:
-    if _CODE_LIKE.match(line):
+    if _CODE_LIKE.match(line) or _COMMAND.search(line):
         return False
     words = _WORD.findall(line)
     if len(words) < 5:
@@ -66,7 +68,7 @@ def _is_prose(line: str) -> bool:
     # Mostly words, few symbols: a sentence, not a record, a dict dump or a path.
     letters = sum(len(w) for w in words)
     symbols = sum(1 for c in line if c in "{}[]()=<>/\\|_:;\"'")
-    return letters >= 0.6 * len(line.strip()) and symbols <= 0.06 * len(line)
+    return letters >= 0.6 * len(line.strip()) and symbols <= 0.1 * len(line)
 
 
 def distill(text: str) -> Distilled:

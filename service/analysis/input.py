@@ -235,6 +235,9 @@ def parse_input(text: str) -> ParsedInput:
     folded = _folded(text)
     distilled = distill(text)
     strong = [e.text for e in lines if e.weight >= 1.0]
+    # A sentence that is itself an error line is already evidence: prose is what the user adds to it.
+    seen = {normalize_signature(e.text) for e in lines}
+    distilled.prose = [line for line in distilled.prose if normalize_signature(line) not in seen]
     return ParsedInput(
         text=text,
         signatures=signatures,

@@ -32,9 +32,17 @@ def test_the_users_sentence_is_kept_as_prose() -> None:
     assert out.prose == ["After a few turns every tool call comes back as plain text in the answer."]
 
 
-def test_code_and_records_are_not_prose() -> None:
-    out = distill('File "/x/y.py", line 3, in main\n{"model": "gpt-oss-20b", "stream": true}\nok\n')
+def test_code_records_and_command_lines_are_not_prose() -> None:
+    out = distill(
+        'File "/x/y.py", line 3, in main\n{"model": "gpt-oss-20b", "stream": true}\nok\n'
+        "vllm serve openai/gpt-oss-120b --chat-template /models/gpt-oss/chat_template.jinja --tool-call-parser openai\n"
+    )
     assert out.prose == []
+
+
+def test_a_description_quoting_harmony_markers_is_prose() -> None:
+    line = "with mlx_lm.server the raw markers <|channel|>analysis<|message|> land verbatim in message.content"
+    assert distill(BOILERPLATE + line + "\n").prose == [line]
 
 
 def test_a_buried_error_gives_the_same_query_as_the_bare_one() -> None:
