@@ -34,7 +34,7 @@ def test_root_serves_the_page_with_a_strict_content_security_policy() -> None:
 
 
 def test_page_loads_nothing_from_another_origin() -> None:
-    for name in ("index.html", "app.js", "app.css"):
+    for name in ("index.html", "app.js", "check.js", "app.css"):
         text = (STATIC / name).read_text(encoding="utf-8")
         # Any src/href/url()/@import pointing off-site would break offline use.
         assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text), name
@@ -43,9 +43,10 @@ def test_page_loads_nothing_from_another_origin() -> None:
 
 
 def test_script_builds_the_dom_without_html_parsing() -> None:
-    script = (STATIC / "app.js").read_text(encoding="utf-8")
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-        assert sink not in script, f"app.js uses {sink}: render data with textContent instead"
+    for name in ("app.js", "check.js"):
+        script = (STATIC / name).read_text(encoding="utf-8")
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+            assert sink not in script, f"{name} uses {sink}: render data with textContent instead"
 
 
 def test_assets_are_served_with_their_types() -> None:
@@ -55,6 +56,8 @@ def test_assets_are_served_with_their_types() -> None:
     assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
     assert js.content == (STATIC / "app.js").read_bytes()
+    check = client.get("/ui/check.js")
+    assert check.status_code == 200 and check.content == (STATIC / "check.js").read_bytes()
 
 
 def test_unknown_asset_is_a_problem_json_404_and_paths_do_not_escape() -> None:

@@ -281,3 +281,41 @@ def test_problem_details_and_blank_input_are_reported(page: Any, live_app: Any) 
     alert = page.locator("#results [role=alert]")
     assert problem["title"] in alert.inner_text()
     assert problem["detail"] in alert.inner_text()
+
+
+def test_check_tab_shows_findings_with_linked_sources(page: Any, live_app: Any) -> None:
+    page.goto(live_app.url + "/")
+    assert page.locator("#panel-check").is_hidden()
+    # Keyboard: the selected tab is in the Tab order and the arrow keys move between tabs.
+    page.focus("#tab-lookup")
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.id") == "tab-check"
+    assert page.locator("#tab-check").get_attribute("aria-selected") == "true"
+    assert page.locator("#panel-lookup").is_hidden() and page.locator("#panel-check").is_visible()
+
+    body = json.dumps({"model": "openai/gpt-oss-20b", "messages": [], "ignore_eos": True})
+    expected = httpx.post(f"{live_app.url}/v1/check", json={"input": body}, timeout=30).json()
+    assert expected["errors"] >= 1
+    page.fill("#check-input", body)
+    page.click("#check-submit")
+    page.wait_for_selector("#check-results:not([hidden])", timeout=30_000)
+    findings = page.locator("ul.findings > li")
+    assert findings.count() == len(expected["findings"])
+    first = findings.nth(0)
+    assert expected["findings"][0]["message"] in first.inner_text()
+    assert "error" in first.locator(".badge").inner_text()
+    # The reference section resolves on this service; issue ids link to GitHub.
+    hrefs = first.locator("a").evaluate_all("(links) => links.map((a) => a.getAttribute('href'))")
+    assert any("/references/" in h for h in hrefs) and any(h.startswith("https://github.com/") for h in hrefs)
+    summary = page.locator("#check-summary").inner_text()
+    assert f"{expected['errors']} error" in summary
+
+    assert not page.console_errors
+    _screenshot(page, "page-check.png")
+
+    page.fill("#check-input", "hello world")
+    page.click("#check-submit")
+    page.wait_for_selector("#check-results .problem", timeout=30_000)
+    assert "could not tell" in page.locator("#check-results [role=alert]").inner_text()
+    # The browser logs the 422 itself; the page's own script raised nothing.
+    assert all("status of 422" in message for message in page.console_errors), page.console_errors

@@ -26,6 +26,7 @@ SECURITY_HEADERS = {
 }
 _ASSETS = {
     "app.js": "text/javascript; charset=utf-8",
+    "check.js": "text/javascript; charset=utf-8",
     "app.css": "text/css; charset=utf-8",
 }
 
@@ -49,5 +50,5 @@ def asset(name: str) -> Response:
     """The page's script and stylesheet (a fixed list: no path from the request reaches the disk)."""
     media_type = _ASSETS.get(name)
     if media_type is None:
-        raise NotFound(f"no page asset named {name!r}; the page uses /ui/app.js and /ui/app.css")
+        raise NotFound(f"no page asset named {name!r}; the page uses /ui/app.js, /ui/check.js and /ui/app.css")
     return Response(_read(name), media_type=media_type, headers=SECURITY_HEADERS)

@@ -352,6 +352,9 @@
     }
   }
 
+  // The setup check (check.js) renders with the same escaping helpers.
+  window.gptossDoctorUi = Object.freeze({ el, sourceNode, badge, section, sources });
+
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     submit();
