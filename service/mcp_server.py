@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from indexer.documents import Component, Document, split_issue_id
 from indexer.trust import UNTRUSTED_NOTE, Trust, trust_level
+from service.answer import is_pull
 from service.check import CheckInputError, check_request
 from service.check.facts import MAX_CHECK_CHARS
 from service.check.models import CheckRequest, CheckResponse
@@ -57,7 +58,13 @@ for background.
 
 """ + UNTRUSTED_NOTE
 
-_GITHUB_THREAD_URL = re.compile(r"^https?://github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/(\d+)/?(?:[#?].*)?$")
+_GITHUB_THREAD_URL = re.compile(
+    r"^(?:https?://)?(?:www\.)?github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|pulls)/(\d+)(?:[/#?].*)?$", re.IGNORECASE
+)
+_SHORT_ID = re.compile(r"^([\w.-]+)\s*#\s*(\d+)$")
+"""``vllm#50690``: a repository named without its owner."""
+LIST_PAGE = 50
+"""Rows per list_known_issues page by default: a page is about 8 KB, the whole KB is 100+ KB."""
 
 
 class Backend(Protocol):
@@ -185,7 +192,7 @@ class KnownIssue(BaseModel):
     id: str = Field(description="owner/repo#N")
     title: str
     state: str | None = Field(description="open, closed or merged")
-    kind: str = Field(description="card (curated), issue or pull")
+    kind: Literal["issue", "pull"] = Field(description="issue or pull (as lookup_error reports it)")
     component: str | None = Field(description="The area of the stack, e.g. harmony-parser or tool-calling")
     trust: Trust = Field(description="curated, maintainer or community (see get_issue)")
 
@@ -193,18 +200,35 @@ class KnownIssue(BaseModel):
 class KnownIssues(BaseModel):
     """Known issues from the index (or the bundled KB when no index is built)."""
 
-    total: int = Field(description="How many issues match the filter (before the limit).")
-    issues: list[KnownIssue]
-    truncated: bool = Field(description="True when more issues matched than the limit let through.")
+    total: int = Field(description="How many issues match the filter (before paging).")
+    components: dict[str, int] = Field(
+        description="How many issues each component has among those that match (a summary of the whole list)."
+    )
+    issues: list[KnownIssue] = Field(description="This page: rows offset .. offset+limit-1.")
+    offset: int = Field(description="The first row of this page.")
+    next_offset: int | None = Field(description="Pass as offset for the next page; null on the last page.")
+    truncated: bool = Field(description="True when more issues matched than this page holds.")
     source: Literal["index", "bundled-snapshot"]
 
 
-def normalize_issue_id(value: str) -> str:
-    """``owner/repo#N`` or a github.com issue/PR URL -> ``owner/repo#N``; ToolError otherwise."""
+def normalize_issue_id(value: str, known_repos: Callable[[], Sequence[str]] = tuple) -> str:
+    """``owner/repo#N``, ``repo#N`` (e.g. ``vllm#50690``) or a github.com issue/PR URL -> ``owner/repo#N``.
+
+    ``known_repos`` lists the repositories a short name may stand for, most important first (called
+    only for a short id); ToolError when the id is malformed or the short name is ambiguous or unknown.
+    """
     text = value.strip()
     match = _GITHUB_THREAD_URL.match(text)
     if match:
         return f"{match.group(1)}#{match.group(2)}"
+    short = _SHORT_ID.match(text)
+    if short:
+        name, number = short.group(1).lower(), short.group(2)
+        candidates = list(dict.fromkeys(r for r in known_repos() if r.split("/", 1)[-1].lower() == name))
+        if not candidates:
+            raise ToolError(f"no known repository is named {short.group(1)!r}: use owner/repo#N")
+        return f"{candidates[0]}#{number}"  # known_repos puts the core repositories first
+    text = re.sub(r"\s*#\s*", "#", text)
     try:
         repo, number = split_issue_id(text)
     except ValueError as exc:
@@ -268,7 +292,7 @@ def build_mcp(
         pkg_version = "0"
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _ReadableErrors(
         SERVER_NAME,
         title="gptoss-doctor",
         description="Diagnose gpt-oss / Harmony / vLLM failures.",
@@ -347,19 +371,29 @@ def build_mcp(
     )
     def get_issue(
         id: Annotated[
-            str, Field(min_length=3, max_length=300, description="owner/repo#N or a github.com issue/PR URL.")
+            str,
+            Field(
+                min_length=3,
+                max_length=300,
+                description="owner/repo#N, repo#N (e.g. vllm#50690) or a github.com issue/PR URL.",
+            ),
         ],
     ) -> IssueDetail:
-        doc_id = normalize_issue_id(id)
         backend = backend_provider()
+
+        def repos() -> list[str]:
+            threads, _ = _doctor_errors_as_tool_errors(lambda: _threads(backend))
+            return [*core_repos, *sorted({d.repo for d in threads if d.repo})]
+
+        doc_id = normalize_issue_id(id, repos)
         doc = _doctor_errors_as_tool_errors(lambda: backend.get(doc_id))
         if doc is not None:
-            return IssueDetail(issue=doc, source="index", trust=trust_level(doc))
+            return IssueDetail(issue=_as_thread(doc), source="index", trust=trust_level(doc))
         threads, source = _threads(backend)
         if source == "bundled-snapshot":
             for candidate in threads:
                 if candidate.id == doc_id:
-                    return IssueDetail(issue=candidate, source=source, trust=trust_level(candidate))
+                    return IssueDetail(issue=_as_thread(candidate), source=source, trust=trust_level(candidate))
         raise ToolError(
             f"{doc_id} is not in the knowledge base; use list_known_issues to browse, or lookup_error to "
             "search by error text"
@@ -368,9 +402,10 @@ def build_mcp(
     @server.tool(
         title="List known issues",
         description=(
-            "List the known gpt-oss issues and PRs (id, title, state, kind, component): the core repos "
-            "first (vllm-project/vllm, openai/harmony), newest first within a repo; optionally only one "
-            "component such as harmony-parser, tool-calling or reasoning-output."
+            "List the known gpt-oss issues and PRs (id, title, state, kind issue/pull, component), a page "
+            f"at a time ({LIST_PAGE} rows by default; next_offset gives the next page) with the count per "
+            "component: the core repos first (vllm-project/vllm, openai/harmony), newest first within a "
+            "repo; optionally only one component such as harmony-parser, tool-calling or reasoning-output."
         ),
         annotations=read_only,
     )
@@ -378,22 +413,36 @@ def build_mcp(
         component: Annotated[
             Component | None, Field(description="Only issues of this component; omit for all.")
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many rows (1-1000).")] = 200,
+        limit: Annotated[int, Field(ge=1, le=1000, description="Rows in this page (1-1000).")] = LIST_PAGE,
+        offset: Annotated[int, Field(ge=0, description="First row of the page (next_offset of the last one).")] = 0,
     ) -> KnownIssues:
         threads, source = _doctor_errors_as_tool_errors(lambda: _threads(backend_provider()))
         rows = [doc for doc in threads if component is None or doc.component == component]
         # Issue numbers only compare within a repo: core repos first, then newest first in each.
         core = {repo: rank for rank, repo in enumerate(core_repos)}
         rows.sort(key=lambda d: (core.get(d.repo or "", len(core)), d.repo or "", -(d.number or 0), d.id))
+        page = rows[offset : offset + limit]
+        more = offset + limit < len(rows)
+        counts: dict[str, int] = {}
+        for doc in rows:
+            counts[doc.component or "other"] = counts.get(doc.component or "other", 0) + 1
         return KnownIssues(
             total=len(rows),
+            components=dict(sorted(counts.items(), key=lambda item: (-item[1], item[0]))),
             issues=[
                 KnownIssue(
-                    id=d.id, title=d.title, state=d.state, kind=d.kind, component=d.component, trust=trust_level(d)
+                    id=d.id,
+                    title=d.title,
+                    state=d.state,
+                    kind="pull" if is_pull(d) else "issue",
+                    component=d.component,
+                    trust=trust_level(d),
                 )
-                for d in rows[:limit]
+                for d in page
             ],
-            truncated=len(rows) > limit,
+            offset=offset,
+            next_offset=offset + limit if more else None,
+            truncated=more,
             source=source,
         )
 
@@ -426,6 +475,36 @@ def build_mcp(
     for name, description in REFERENCE_DOCS.items():
         _add_reference_resource(server, docs_dir, name, description)
     return server
+
+
+def _as_thread(doc: Document) -> Document:
+    """The document with ``kind`` issue or pull, as lookup_error names threads (a curated card says so
+    in its URL only); ``trust`` tells curated threads apart."""
+    return doc.model_copy(update={"kind": "pull" if is_pull(doc) else "issue"})
+
+
+class _ReadableErrors(MCPServer[Any]):
+    """The SDK reports arguments that fail validation with pydantic's raw text (model names, input echoes,
+    documentation links); this server says which argument is wrong and why, in one line."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(f"invalid arguments for {name}: {readable_validation(cause)}") from cause
+            raise
+
+
+def readable_validation(exc: ValidationError) -> str:
+    """``top_k: must be at most 50; error: required`` from a pydantic ValidationError (no input echoed)."""
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False)[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        message = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{where}: {'required' if err['type'] == 'missing' else message}")
+    return "; ".join(parts)
 
 
 def _add_reference_resource(server: MCPServer[Any], docs_dir: Path, name: str, description: str) -> None:

@@ -348,3 +348,93 @@ def test_mcp_over_http_enforces_the_body_limit(make_live_app: Any, _hermetic_env
             return {tool.name for tool in (await client.list_tools()).tools}
 
     assert run(go) == TOOLS
+
+
+# --- issue 13: a paged list, one kind vocabulary, lenient ids, readable validation ------------------
+
+
+def test_list_known_issues_comes_in_pages_with_a_summary(fast_engine: LookupEngine) -> None:
+    async def go() -> list[Any]:
+        pages = []
+        async with Client(_server(fast_engine)) as client:
+            offset: int | None = 0
+            while offset is not None:
+                page = await client.call_tool("list_known_issues", {"offset": offset})
+                assert not page.is_error, _text(page)
+                pages.append(page)
+                offset = page.structured_content["next_offset"]
+        return pages
+
+    pages = run(go)
+    first = pages[0].structured_content
+    cards = card_documents()
+    assert len(first["issues"]) == 50 and first["truncated"] and first["next_offset"] == 50
+    assert len(_text(pages[0]).encode()) < 20_000  # the whole list used to be 44 KB and more
+    assert sum(first["components"].values()) == first["total"] == len(cards)
+    ids = [row["id"] for page in pages for row in page.structured_content["issues"]]
+    assert len(ids) == len(set(ids)) == len(cards)  # pages neither overlap nor skip
+    assert pages[-1].structured_content["next_offset"] is None
+
+
+def test_kinds_are_issue_or_pull_as_lookup_says(fast_engine: LookupEngine) -> None:
+    pull = next(card for card in card_documents() if "/pull/" in (card.url or ""))
+
+    async def go() -> tuple[Any, Any]:
+        async with Client(_server(fast_engine)) as client:
+            listed = await client.call_tool("list_known_issues", {"limit": 1000})
+            detail = await client.call_tool("get_issue", {"id": pull.id})
+            return listed, detail
+
+    listed, detail = run(go)
+    kinds = {row["id"]: row["kind"] for row in listed.structured_content["issues"]}
+    assert set(kinds.values()) == {"issue", "pull"}
+    assert kinds[pull.id] == "pull"
+    assert detail.structured_content["issue"]["kind"] == "pull"
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("vllm#22519", "vllm-project/vllm#22519"),
+        ("harmony #60", "openai/harmony#60"),
+        ("vllm-project/vllm#22519", "vllm-project/vllm#22519"),
+        ("https://github.com/vllm-project/vllm/issues/22519#issuecomment-3160000000", "vllm-project/vllm#22519"),
+        ("github.com/openai/harmony/issues/60", "openai/harmony#60"),
+    ],
+)
+def test_get_issue_takes_the_ids_people_paste(fast_engine: LookupEngine, given: str, expected: str) -> None:
+    async def go() -> Any:
+        async with Client(_server(fast_engine)) as client:
+            return await client.call_tool("get_issue", {"id": given})
+
+    result = run(go)
+    assert not result.is_error, _text(result)
+    assert result.structured_content["issue"]["id"] == expected
+
+
+def test_get_issue_names_an_unknown_short_repo(fast_engine: LookupEngine) -> None:
+    async def go() -> Any:
+        async with Client(_server(fast_engine)) as client:
+            return await client.call_tool("get_issue", {"id": "nowhere#5"})
+
+    result = run(go)
+    assert result.is_error and "no known repository is named 'nowhere'" in _text(result)
+
+
+def test_validation_errors_read_as_one_line(fast_engine: LookupEngine) -> None:
+    async def go() -> list[Any]:
+        async with Client(_server(fast_engine)) as client:
+            return [
+                await client.call_tool("lookup_error", {"error": HARMONY_ERROR, "top_k": 51}),
+                await client.call_tool("lookup_error", {}),
+                await client.call_tool("list_known_issues", {"offset": -1}),
+            ]
+
+    too_many, missing, negative = run(go)
+    for result in (too_many, missing, negative):
+        text = _text(result)
+        assert result.is_error
+        assert "validation error for" not in text and "errors.pydantic.dev" not in text and "input_value" not in text
+    assert "invalid arguments for lookup_error: top_k: Input should be less than or equal to 50" in _text(too_many)
+    assert "error: required" in _text(missing)
+    assert "offset:" in _text(negative)
