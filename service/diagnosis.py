@@ -10,6 +10,7 @@ the first release with the fix to the version the input shows; release tags the 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -94,6 +95,30 @@ class Problems:
                 return problem, "the input has its error message (with another detail)"
         return None
 
+    def best_in(self, doc: str, question: str) -> Problem | None:
+        """The problem of ``doc`` whose title, settings and actions share the most (rare) words with a
+        question; None when none shares any."""
+        candidates = [p for p in self.items if p.doc == doc]
+        bags = {
+            p.anchor: _words(" ".join([p.title, *p.symptoms, *(f"{a.target} {a.text}" for a in p.actions)]))
+            for p in candidates
+        }
+        asked = _words(question)
+        df: dict[str, int] = {}
+        for bag in bags.values():
+            for word in bag:
+                df[word] = df.get(word, 0) + 1
+        scored = [
+            (
+                sum(math.log(1 + len(bags) / df[w]) for w in asked & bags[p.anchor])
+                + 0.5 * len(asked & _words(p.title)),
+                p,
+            )
+            for p in candidates
+        ]
+        score, best = max(scored, key=lambda item: item[0], default=(0.0, None))
+        return best if score > 0 else None
+
     def citing(self, thread_id: str) -> list[Problem]:
         """Problems that cite a thread as a source, a fix or an open PR."""
         return self._citing.get(thread_id, [])
@@ -112,6 +137,25 @@ def template(key: str) -> str | None:
     return message + ":"
 
 
+_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+_COMMON = frozenset(
+    "the and for with you your what which how does need needs can not are use using gpt oss vllm".split()
+)
+
+
+def _words(text: str) -> set[str]:
+    """Lower-case words of 3+ letters, a plural or -ing ending dropped, common ones out."""
+    out = set()
+    for word in _WORD.findall(text.lower()):
+        for suffix in ("ing", "s"):
+            if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+                word = word[: -len(suffix)]
+                break
+        if word not in _COMMON:
+            out.add(word)
+    return out
+
+
 def choose(
     parsed: ParsedInput, problems: Problems, hits: Sequence[Hit], sections: Sequence[Hit]
 ) -> tuple[Problem, Confidence, str] | None:
@@ -122,6 +166,14 @@ def choose(
     # An input with an error line that no problem lists needs a strong section match; a question or a
     # described symptom (no error line) can go by a medium one.
     floor = {"high"} if parsed.signatures else {"high", "medium"}
+    if sections and not parsed.signatures and sections[0].confidence in floor:
+        top = sections[0].doc.id
+        if top not in problems.by_id:
+            # A doc's introduction matched a question as a whole: the doc's topic that shares the most
+            # words with the question answers it.
+            best = problems.best_in(top.partition("#")[0], parsed.query_text)
+            if best is not None:
+                return best, sections[0].confidence, "its reference doc matches the question"
     for section in sections:
         problem = problems.by_id.get(section.doc.id)
         if problem is not None and section.confidence in floor:
@@ -214,11 +266,15 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
         unreleased = [pr for pr, doc in checked.items() if not doc.released_in and doc.release_checked]
         if unreleased:
             newest = checked[unreleased[0]].release_checked
-            text = f"Merged in {', '.join(unreleased)} but in no release yet (newest checked: {newest}): use the " \
+            text = (
+                f"Merged in {', '.join(unreleased)} but in no release yet (newest checked: {newest}): use the "
                 "workaround until a release has it."
+            )
         else:
-            text = f"Merged in {', '.join(merged)}; its first release is not verified: check the PR's release " \
+            text = (
+                f"Merged in {', '.join(merged)}; its first release is not verified: check the PR's release "
                 "before upgrading, and use the workaround meanwhile."
+            )
         return VerdictOut(status="unreleased", text=text, fix_prs=merged, open_prs=open_prs)
     if open_prs:
         return VerdictOut(

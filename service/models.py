@@ -237,8 +237,17 @@ class ActionOut(BaseModel):
     when: str | None = Field(default=None, description="The condition under which it applies, when it has one")
     text: str = Field(description="The action in one line", examples=["Don't send ignore_eos to gpt-oss."])
     sources: list[str] = Field(
-        min_length=1, description="Reference sections (reference/<doc>.md#anchor) and issue ids backing it"
+        min_length=1, description="Reference sections (references/<doc>.md#anchor) and issue ids backing it"
     )
+
+    def label(self) -> str:
+        """``set --tool-call-parser openai``, ``avoid ignore_eos``, ``upgrade vllm 0.10.2``, ``check``."""
+        if self.kind in {"workaround", "check"} or not self.target:
+            return self.kind
+        if self.value is None or (self.kind == "avoid" and self.value.lower() in {"true", "1", "yes"}):
+            return f"{self.kind} {self.target}"
+        joiner = "=" if self.kind in {"set", "unset"} and not self.target.startswith("-") else " "
+        return f"{self.kind} {self.target}{joiner}{self.value}"
 
 
 class VerdictOut(BaseModel):

@@ -374,7 +374,7 @@ def test_lookup_prints_a_compact_answer(lookup_server: ThreadingHTTPServer) -> N
     lines = out.splitlines()
     assert lines[0] == "Diagnosis: Unexpected token 200002 while expecting start token 200006 (high confidence)"
     assert "Status: No release has a fix (open PR vllm-project/vllm#56216): use the workaround." in lines
-    assert "  1. [avoid] Don't send ignore_eos to gpt-oss." in lines
+    assert "  1. [avoid ignore_eos] Don't send ignore_eos to gpt-oss." in lines
     section = "references/known-issues.md#unexpected-token-200002-while-expecting-start-token-200006"
     assert f"     sources: {section}" in lines
     assert "Origin: server / harmony-parser" in out

@@ -158,7 +158,7 @@ def render_verdict(answer: LookupResponse, console: Console, *, base_url: str | 
         console.print(f"[bold]Status:[/bold] {escape(plain(diagnosis.verdict.text))}")
         section = source_text(diagnosis.problem, base_url)
         for number, action in enumerate(diagnosis.actions, start=1):
-            console.print(f"{number}. {escape(f'[{action.kind}]')} {escape(plain(action.text))}")
+            console.print(f"{number}. {escape(f'[{action.label()}]')} {escape(plain(action.text))}")
             # The section is named once below; each action lists the threads behind it.
             others = [s for s in action.sources if source_text(s, base_url) != section]
             if others:
@@ -200,7 +200,7 @@ def render(answer: LookupResponse, console: Console, *, base_url: str | None = N
         console.print(f"  {escape(plain(d.summary))}")
         console.print(f"  [bold]Status:[/bold] {escape(plain(d.verdict.text))}")
         for number, action in enumerate(d.actions, start=1):
-            console.print(f"  {number}. {escape(f'[{action.kind}]')} {escape(plain(action.text))}")
+            console.print(f"  {number}. {escape(f'[{action.label()}]')} {escape(plain(action.text))}")
             console.print(f"     [dim]{escape(_sources_line(action.sources, base_url))}[/dim]", soft_wrap=True)
         console.print()
     console.print(

@@ -150,6 +150,17 @@ def _sources(item: Any) -> str:
     return ", ".join(str(s) for s in _get(item, "sources", []) or [])
 
 
+def _label(action: Any) -> str:
+    """``set --tool-call-parser openai``, ``avoid ignore_eos``, ``upgrade vllm 0.10.2`` or the bare kind."""
+    kind, target, value = _get(action, "kind", "?"), _get(action, "target"), _get(action, "value")
+    if kind in {"workaround", "check"} or not target:
+        return str(kind)
+    if value is None or (kind == "avoid" and str(value).lower() in {"true", "1", "yes"}):
+        return f"{kind} {target}"
+    joiner = "=" if kind in {"set", "unset"} and not str(target).startswith("-") else " "
+    return f"{kind} {target}{joiner}{value}"
+
+
 def render(answer: dict[str, Any]) -> str:
     """A brief plain-text answer for an agent: the verdict and its actions first, then the top issues.
 
@@ -168,7 +179,7 @@ def render(answer: dict[str, Any]) -> str:
         if actions:
             lines.append("Do:")
         for number, action in enumerate(actions, start=1):
-            lines.append(f"  {number}. [{_get(action, 'kind', '?')}] {_get(action, 'text', '')}")
+            lines.append(f"  {number}. [{_label(action)}] {_get(action, 'text', '')}")
             if _get(action, "sources"):
                 lines.append(f"     sources: {_sources(action)}")
         if _get(diagnosis, "problem"):

@@ -14,6 +14,7 @@ from service.analysis.input import parse_input
 from service.answer import Knowledge
 from service.config import Settings
 from service.diagnosis import Problems, choose, diagnose, template, verdict
+from service.models import ActionOut
 from service.retrieval import Hit
 from tests.service.support import FastComponents
 
@@ -184,3 +185,15 @@ def test_a_doc_upgrade_applies_only_below_its_release() -> None:
     assert older is not None and newer is not None
     assert [a.value for a in older.actions if a.kind == "upgrade"] == ["0.14.0"]
     assert not [a for a in newer.actions if a.kind == "upgrade"]
+
+
+def test_an_action_shows_the_setting_it_changes() -> None:
+    def out(**kw: Any) -> str:
+        return ActionOut(text="t", sources=["o/r#1"], **kw).label()
+
+    assert out(kind="set", target="--tool-call-parser", value="openai") == "set --tool-call-parser openai"
+    assert out(kind="set", target="efficient_eos", value="false") == "set efficient_eos=false"
+    assert out(kind="avoid", target="ignore_eos", value="true") == "avoid ignore_eos"
+    assert out(kind="avoid", target="--tool-call-parser", value="hermes") == "avoid --tool-call-parser hermes"
+    assert out(kind="upgrade", target="vllm", value="0.10.2") == "upgrade vllm 0.10.2"
+    assert out(kind="check", target="generation_config.json", value="x") == "check"

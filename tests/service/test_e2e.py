@@ -67,6 +67,23 @@ def test_the_thread_titled_with_the_exact_error_ranks_first(engine: LookupEngine
         assert scores == sorted(scores, reverse=True)
 
 
+def test_a_setup_question_is_answered_by_its_setup_problem(engine: LookupEngine) -> None:
+    answer = engine.lookup("which flags do I need for tool calling with gpt-oss-120b on vLLM 0.11?")
+    assert answer.diagnosis is not None, answer.issues
+    assert answer.diagnosis.kind == "setup"
+    assert answer.diagnosis.problem == "references/tool-calling-setup.md#server-flags-for-gpt-oss"
+    labels = [a.label() for a in answer.diagnosis.actions]
+    assert "set --tool-call-parser openai" in labels, labels
+    assert not [a for a in answer.diagnosis.actions if a.kind == "upgrade"], "0.11 already has the parser"
+
+
+def test_unknown_role_gets_its_problem(engine: LookupEngine) -> None:
+    answer = engine.lookup("openai_harmony.HarmonyError: Unknown role: assistantary")
+    assert answer.diagnosis is not None and answer.diagnosis.confidence == "high"
+    assert "unknown-role" in answer.diagnosis.problem and answer.diagnosis.actions
+    assert not answer.no_confident_match
+
+
 def test_tokens_are_decoded_by_the_real_harmony_encoding(engine: LookupEngine) -> None:
     answer = engine.lookup(KNOWN[0][0])
     tokens = {t.id: t for t in answer.analysis.tokens}

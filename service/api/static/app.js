@@ -223,6 +223,16 @@
       sources(item.sources)))));
   }
 
+  /** The setting an action changes, as typed ("--tool-call-parser openai", "ignore_eos"), then a colon. */
+  function actionSetting(a) {
+    if (!a || !a.target || a.kind === "workaround" || a.kind === "check") return null;
+    const target = String(a.target);
+    const raw = a.value === null || a.value === undefined ? null : String(a.value);
+    const value = raw === null || (a.kind === "avoid" && ["true", "1", "yes"].includes(raw.toLowerCase())) ? null : raw;
+    const joiner = (a.kind === "set" || a.kind === "unset") && !target.startsWith("-") ? "=" : " ";
+    return [el("code", {}, value === null ? target : `${target}${joiner}${value}`), ": "];
+  }
+
   /** The verdict: problem, what happened, the status for the user's version, and up to three actions. */
   function renderDiagnosis(answer) {
     const d = answer.diagnosis;
@@ -246,7 +256,7 @@
         el("strong", {}, "Status: "), verdict.text || ""),
       actions.length
         ? el("ol", { class: "actions", id: "actions" }, actions.map((a) => el("li", {},
-          el("p", {}, badge(a.kind || "", `act-${a.kind || ""}`), " ", a.text || "",
+          el("p", {}, badge(a.kind || "", `act-${a.kind || ""}`), " ", actionSetting(a), a.text || "",
             a.when ? el("span", { class: "meta" }, ` (when ${a.when})`) : null),
           sources(a.sources))))
         : null);
