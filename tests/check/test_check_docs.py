@@ -128,3 +128,11 @@ def test_a_model_folder_on_disk(tmp_path: Path) -> None:
 
     report = check_setup(read_model_folder(tmp_path), PROJECT_ROOT)
     assert ("check", "generation_config.json") in changes(report, "error")
+
+
+def test_a_forced_attention_backend_is_flagged_as_a_gpu_dependent_risk() -> None:
+    forced = "VLLM_ATTENTION_BACKEND=FLASH_ATTN " + recommended_command()
+    report = run(forced)
+    finding = next(f for f in report.findings if f.change.target == "VLLM_ATTENTION_BACKEND")
+    assert (finding.severity, finding.change.action) == ("warning", "unset")
+    assert "gpu" in finding.when
