@@ -146,9 +146,32 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=1_048_576, gt=0, description="Largest accepted /lookup body in bytes (413 above it)."
     )
+    header_timeout: float = Field(
+        default=10.0,
+        gt=0,
+        description="Seconds a client has to send a request's headers; slower (or stalled) connections are "
+        "closed.",
+    )
+    body_timeout: float = Field(
+        default=30.0, gt=0, description="Seconds a client has to send a request body once its headers arrived."
+    )
+    max_connections: int = Field(
+        default=512,
+        ge=1,
+        description="Open connections `serve` accepts at once; more are closed on arrival, so file "
+        "descriptors never run out.",
+    )
+    mcp_allowed_hosts: CsvList = Field(
+        default=[],
+        description="Host header values /mcp accepts besides 127.0.0.1, localhost and [::1] (e.g. the name a "
+        "reverse proxy forwards: doctor.example.com, or doctor.example.com:* for any port).",
+    )
     log_level: str = Field(default="INFO", description="Python logging level.")
 
-    @field_validator("repos", "github_labels", "github_keywords", "github_whole_repos", "cors_origins", mode="before")
+    @field_validator(
+        "repos", "github_labels", "github_keywords", "github_whole_repos", "cors_origins", "mcp_allowed_hosts",
+        mode="before",
+    )
     @classmethod
     def _csv(cls, value: object) -> object:
         return _split_csv(value)

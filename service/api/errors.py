@@ -13,8 +13,9 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from service.errors import DoctorError
 
@@ -112,6 +113,13 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     return problem_response(request, exc.status_code, detail, headers=dict(exc.headers or {}))
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client closed the connection before its request was read: nobody gets an answer, and it is
+    # not a server error (a flood of them must not flood the log with tracebacks).
+    log.debug("client disconnected during %s %s", request.method, request.url.path[:200])
+    return Response(status_code=499)
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     # A bug, not the client's fault: log the traceback, return the shape without internals.
     log.exception("unhandled error on %s", request.url.path)
@@ -123,4 +131,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DoctorError, _doctor_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected)

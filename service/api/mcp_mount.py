@@ -22,6 +22,7 @@ from service.mcp_server import EngineBackend, build_mcp
 if TYPE_CHECKING:
     from fastapi import FastAPI
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
 
     from service.engine import LookupEngine
 
@@ -44,7 +45,11 @@ class _McpEndpoint:
         # Stateless + JSON responses: every request stands alone, so replicas behind a load balancer
         # need no sticky sessions, and no tool streams or calls back into the client.
         self.server.streamable_http_app(
-            streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=self.settings.host
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            host=self.settings.host,
+            transport_security=transport_security(self.settings),
         )
         return self.server.session_manager
 
@@ -68,6 +73,27 @@ class _McpEndpoint:
                 return
             receive = _replay(body, receive)
         await self.manager.handle_request(scope, receive, send)
+
+
+_LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def transport_security(settings: Settings) -> TransportSecuritySettings | None:
+    """The MCP SDK's DNS-rebinding guard: local names, plus GPTOSS_DOCTOR_MCP_ALLOWED_HOSTS.
+
+    The SDK's own default knows only 127.0.0.1 and localhost, so behind a reverse proxy that forwards
+    its public name every /mcp call got 421 "Invalid Host header". Bound to another address with no
+    extra hosts configured, the SDK applies no guard, and neither does this.
+    """
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    extra = list(settings.mcp_allowed_hosts)
+    if settings.host not in _LOCAL_HOSTS and not extra:
+        return None
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]", *extra]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    origins += [f"{scheme}://{host}" for host in extra for scheme in ("https", "http")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
 
 async def _read_limited(scope: Scope, receive: Receive, limit: int) -> bytes | None:

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from service.config import DEFAULT_PORT
+
+if TYPE_CHECKING:
+    import uvicorn
+
+    from service.config import Settings
 
 M_ARENA_MAX = -8
 """glibc's mallopt() parameter number for the arena limit."""
@@ -131,4 +136,20 @@ def serve(
 
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     limit_malloc_arenas()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level.lower())
+    uvicorn.Server(server_config(create_app(settings), settings)).run()
+
+
+def server_config(app: Any, settings: Settings) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: header and body deadlines and a connection cap (issue 16)."""
+    import uvicorn
+
+    from service.api.connections import guarded_protocol
+
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level.lower(),
+        http=guarded_protocol(settings),
+        timeout_keep_alive=5,  # an idle keep-alive connection is closed after 5 s (uvicorn's default)
+    )

@@ -95,6 +95,9 @@ def parse_lookup_request(
         except (json.JSONDecodeError, RecursionError) as exc:
             message = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
             raise BadInput(f"The body is not valid JSON ({message}).") from None
+        except ValueError:
+            # json.loads refuses an integer of over 4,300 digits (int() conversion limit) this way.
+            raise BadInput("The body holds a number too long to read (over 4,300 digits).") from None
         if not isinstance(data, dict):
             raise InvalidInput('The JSON body must be an object like {"error": "..."}.')
     elif media.startswith("text/"):
