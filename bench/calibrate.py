@@ -6,8 +6,9 @@ per-query results are never printed, so nothing can be tuned to it.
 
 The search is coordinate descent from the current values: each constant in turn takes the candidate
 value that scores best with the others fixed, twice over, and only when it gains at least MIN_GAIN
-(a smaller gain is one query moving a rank, which the held-out half showed to be noise). The objective rewards the right thread first
-and in the top 5, answers without "high" on negatives, and punishes a wrong "high" hardest:
+(a smaller gain is one query moving a rank, which the held-out half showed to be noise). The
+objective rewards the right thread first and in the top 5, answers without "high" on negatives, and
+punishes a wrong "high" hardest:
 
     hit@1 + 0.5 * MRR@10 + 0.5 * negatives without high - 3 * wrong-high rate
 
