@@ -333,3 +333,21 @@ def test_a_wrong_high_on_a_positive_is_counted_and_costs_the_fit_most() -> None:
     careful = evaluate(queries, lambda q: Outcome(ranked=answers[q.id].ranked))
     assert careful.positives_wrong_high == 0.0
     assert objective([careful]) > objective([metrics])
+
+
+def test_evaluate_outside_covers_both_splits_and_variants_within_the_limit() -> None:
+    from bench.outside import evaluate_outside
+    from bench.quality import Outcome
+
+    seen: list[str] = []
+
+    def system(q: Query) -> Outcome:
+        seen.append(q.text)
+        return Outcome(ranked=q.relevant[:1])
+
+    out = evaluate_outside({"pipeline": system}, limit=4)
+    for split in ("tune", "heldout"):
+        for variant in ("pasted", "in-log"):
+            cell = out[split][variant]
+            assert cell["queries"] <= 4 and cell["pipeline"]["hit1"] == 1.0
+    assert sum(text.count("\n") >= 100 for text in seen) == len(seen) // 2  # the in-log half: whole logs
