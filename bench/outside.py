@@ -147,6 +147,9 @@ def evaluate_outside(
 ) -> dict[str, Any]:
     """Metrics of each system per split (tune, heldout) and variant (pasted, in-log), plus misses.
 
+    Only the tune half's misses are recorded: the held-out half must not show which queries fail,
+    or tuning would drift towards it.
+
     ``systems`` maps a name to a callable as in :func:`bench.quality.evaluate`; ``limit`` keeps an
     even sample of at most that many queries per split (the bench's ``--quick``).
     """
@@ -163,8 +166,8 @@ def evaluate_outside(
             for name, system in systems.items():
                 metrics = evaluate(queries, system)
                 row[name] = metrics.as_dict()
-                if name == "pipeline":
-                    out["misses"][f"{split}/{variant}"] = metrics.misses
+                if name == "pipeline" and split == "tune":
+                    out["misses"][f"{split}/{variant}"] = metrics.misses  # held-out misses stay unseen
             out.setdefault(split, {})[variant] = row
     return out
 
