@@ -18,6 +18,7 @@ from fastapi.responses import Response
 from markdown_it import MarkdownIt
 
 from indexer.sources.markdown import github_slug, inline_text
+from service.api.errors import PROBLEM_JSON
 from service.api.routes.ui import SECURITY_HEADERS
 from service.deps import SettingsDep
 from service.errors import NotFound
@@ -27,6 +28,7 @@ PUBLIC_DIR = "references"
 """The folder answers cite and the service serves: the packaged skill's name for ``reference/``."""
 
 router = APIRouter(tags=["reference"])
+_PROBLEM = {"content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
 
 
 def render(source: str, title: str) -> str:
@@ -53,7 +55,15 @@ def _rendered(path: Path, mtime: float, name: str) -> str:
     return render(path.read_text(encoding="utf-8"), name)
 
 
-@router.get(f"/{PUBLIC_DIR}/{{name}}", response_class=Response)
+@router.get(
+    f"/{PUBLIC_DIR}/{{name}}",
+    response_class=Response,
+    responses={
+        200: {"content": {"text/html": {}, "text/markdown": {}}, "description": "The doc, rendered or as source"},
+        404: {"description": "No reference doc of that name", **_PROBLEM},
+        422: {"description": "format is neither html nor markdown", **_PROBLEM},
+    },
+)
 @router.get("/reference/{name}", include_in_schema=False)
 def reference_doc(
     name: str,
