@@ -106,8 +106,8 @@ def test_copies_from_one_outside_account_do_not_outrank_the_curated_thread(engin
     assert CURATED in ids
     top = answer.issues[0]
     assert trust_level(engine.store.get(top.id)) != "community", ids  # type: ignore[arg-type]
-    curated = next(issue for issue in answer.issues if issue.id == CURATED)
-    assert curated.confidence == "high"
+    # One thread per answer is "high" (the best match); it is curated, never one of the copies.
+    assert top.confidence == "high"
     spam = [issue for issue in answer.issues if issue.id in SPAM]
     assert len(spam) <= 1, f"one account's copies filled the list: {ids}"
     assert all(issue.confidence != "high" and issue.trust == "community" for issue in spam)
@@ -185,7 +185,8 @@ def test_control_and_bidi_characters_never_reach_the_terminal(
     hostile = thread_document(HARMONY, payload)
     store = MemoryStore([*fast_components.documents, hostile], fast_components.embedder)
     server: LiveServer = serve_live(settings, store)
-    result = CliRunner().invoke(cli, ["lookup", "--url", server.url, "-k", "50", ERROR])
+    # --full: the brief answer shows only the top few issues; the evidence lists every one.
+    result = CliRunner().invoke(cli, ["lookup", "--url", server.url, "--full", "-k", "50", ERROR])
     assert result.exit_code == 0, result.output
     assert "trats" in result.output  # the title is shown...
     for char in ("\x1b", "\x07", "\u202e", "\u202c"):
