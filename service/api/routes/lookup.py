@@ -13,13 +13,13 @@ from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import ValidationError
 
 from service.api.errors import PROBLEM_JSON, describe_errors
 from service.config import Settings
 from service.deps import EngineDep, SettingsDep, require_read_token
-from service.engine import Lane
+from service.engine import Lane, LookupEngine
 from service.errors import BadInput, InputTooLarge, InvalidInput
 from service.models import EXAMPLE_ERROR, LookupRequest, LookupResponse
 
@@ -148,12 +148,23 @@ async def lookup(
     settings: SettingsDep,
     top_k: Annotated[int | None, Query(ge=1, le=50, description="text/plain bodies: issues to return")] = None,
     repos: Annotated[list[str] | None, Query(description="text/plain bodies: only these owner/name repos")] = None,
-) -> LookupResponse:
-    """Read and validate the body here, then run the (blocking) engine in the thread pool."""
+) -> Response:
+    """Read and validate the body here, then run the (blocking) engine in the thread pool.
+
+    The answer is serialised to JSON in that thread too and returned as a ready Response, so FastAPI
+    neither validates the freshly built model again nor encodes it on the event loop (issue 17);
+    ``response_model`` still documents the shape.
+    """
     body = await read_limited_body(request, settings.max_body_bytes)
     req = parse_lookup_request(body, request.headers.get("content-type"), top_k=top_k, repos=repos)
     limiter = _lane_limiter(request, settings, engine.lane(req.error))
-    return await anyio.to_thread.run_sync(partial(engine.lookup, req.error, req.top_k, req.repos), limiter=limiter)
+    content = await anyio.to_thread.run_sync(partial(_answer_json, engine, req), limiter=limiter)
+    return Response(content, media_type="application/json")
+
+
+def _answer_json(engine: LookupEngine, req: LookupRequest) -> bytes:
+    """The engine's answer as the JSON bytes FastAPI would have sent for ``response_model``."""
+    return engine.lookup(req.error, req.top_k, req.repos).model_dump_json().encode()
 
 
 def _lane_limiter(request: Request, settings: Settings, lane: Lane) -> anyio.CapacityLimiter:
