@@ -284,13 +284,18 @@ class LookupEngine:
             advice=without_repeats(advice_out(advise(parsed, evidence)), fixes) if budget.allows("advice") else [],
             index=snap.index,
             degraded=result.degraded,
-            partial=self._partial(budget),
+            partial=self._partial(budget, store_failed=result.degraded),
         )
 
-    def _partial(self, budget: Budget) -> list[str]:
-        """The steps ``budget`` skipped, remembered for /health and logged once per lookup."""
-        if budget.skipped:
+    def _partial(self, budget: Budget, *, store_failed: bool) -> list[str]:
+        """The steps ``budget`` skipped, remembered for /health and logged once per lookup.
+
+        A lookup that ran out of time waiting on a failing store is the store's outage, which /health
+        reports (and clears) on its own; only a lookup slow for its own work counts as overload.
+        """
+        if budget.skipped and not store_failed:
             self._over_budget_at = time.monotonic()
+        if budget.skipped:
             log.info("lookup over its %gs budget; skipped %s", self.settings.lookup_budget, budget.skipped)
         return list(budget.skipped)
 
