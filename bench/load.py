@@ -10,7 +10,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,21 +121,34 @@ def interleaved(
     Interleaving puts both figures under the same machine conditions, so their ratio stays fair when
     other work comes and goes on a small machine. Returns the lookups and the baseline's milliseconds.
     """
+    run, base = interleaved_many(base_url, texts, {"baseline": baseline}, deadline_s=deadline_s)
+    return run, base["baseline"]
+
+
+def interleaved_many(
+    base_url: str,
+    texts: Sequence[tuple[str, str]],
+    baselines: Mapping[str, Callable[[str], object]],
+    *,
+    deadline_s: float,
+) -> tuple[RunResult, dict[str, list[float]]]:
+    """:func:`interleaved` with several baselines, each run on the text (in order) before its request."""
     run = RunResult(clients=1)
-    base_ms: list[float] = []
+    base_ms: dict[str, list[float]] = {name: [] for name in baselines}
     t0 = time.perf_counter()
     with httpx.Client(base_url=base_url, timeout=REQUEST_TIMEOUT) as client:
         for kind, text in texts:
             if time.perf_counter() - t0 > deadline_s:
                 break
-            started = time.perf_counter()
-            baseline(text)
-            base_ms.append((time.perf_counter() - started) * 1000)
-            # torch's intra-op threads spin-wait after a call; on 2 cores they would steal the CPU the
-            # server needs for the request that follows (measured: +50% on the lookup p50).
-            time.sleep(SETTLE_S)
+            for name, baseline in baselines.items():
+                started = time.perf_counter()
+                baseline(text)
+                base_ms[name].append((time.perf_counter() - started) * 1000)
+                # torch's intra-op threads spin-wait after a call; on 2 cores they would steal the CPU the
+                # server needs for the request that follows (measured: +50% on the lookup p50).
+                time.sleep(SETTLE_S)
             run.samples.append(post_lookup(client, text, kind, t0))
-    # Busy time of the lookups alone, so req/s is not diluted by the baseline's share of the loop.
+    # Busy time of the lookups alone, so req/s is not diluted by the baselines' share of the loop.
     run.seconds = sum(s.ms for s in run.samples) / 1000
     return run, base_ms
 

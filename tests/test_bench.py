@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from bench.load import big_log, concurrent, interleaved, percentile, summarize
+from bench import speed
+from bench.load import big_log, concurrent, interleaved, interleaved_many, percentile, summarize
 from bench.quality import PipelineSystem, Query
 from bench.report import markdown, targets
 from bench.run import parse_args
@@ -29,7 +30,8 @@ def _results(**overrides: Any) -> dict[str, Any]:
         "latency": {
             "single": {"p50_ms": 10.0, "p99_ms": 40.0, "by_kind": {"short": {"n": 3, "p50_ms": 9.0}}},
             "naive_encode": {"p50_ms": 20.0},
-            "concurrent": {"clients": 8, "errors": 0},
+            "in_process": {"p50_ms": 8.0},
+            "concurrent": {"clients": 8, "errors": 0, "throughput_rps": 120.0},
         },
         "cold_start": {"lookup_ok_s": 4.0},
         "index": {"fresh_s": 75.0},
@@ -51,8 +53,11 @@ def _by_name(r: dict[str, Any]) -> dict[str, bool | None]:
 
 def test_targets_judge_each_measured_value() -> None:
     got = _by_name(_results())
-    assert got["lookup p50 / naive encode p50"] is True  # 10 / 20 = 0.5
-    assert got["lookup p99 / p50 (one client)"] is False  # 40 / 10 = 4
+    assert got["served p50 / naive encode p50"] is False  # 10 / 20 = 0.5 > 0.45
+    assert got["served p50 / in-process p50"] is True  # 10 / 8 = 1.25
+    assert got["served p99 / p50 (one client)"] is False  # 40 / 10 = 4
+    assert got["8 concurrent clients: req/s"] is False  # 120 < 150
+    assert got["8 concurrent clients: errors"] is True
     assert got["full index, fresh data dir (docs + bundled KB)"] is False  # 75 s > 60 s
     assert got["idle GitHub re-sync (2 repos): requests"] is True
     assert got["dev.jsonl: pipeline hit@1 beats both baselines"] is True
@@ -163,12 +168,60 @@ def test_interleaved_runs_the_baseline_before_each_request(local_server: str) ->
     assert [s.status for s in run.samples] == [200, 200]
 
 
+def test_interleaved_many_runs_every_baseline_in_order_before_each_request(local_server: str) -> None:
+    seen: list[str] = []
+    baselines = {"first": lambda t: seen.append(f"1{t}"), "second": lambda t: seen.append(f"2{t}")}
+    run, base = interleaved_many(local_server, [("short", "a"), ("short", "b")], baselines, deadline_s=30)
+    assert seen == ["1a", "2a", "1b", "2b"]
+    assert {name: len(ms) for name, ms in base.items()} == {"first": 2, "second": 2}
+    assert len(run.samples) == 2
+
+
+def _speed_run(served: float, naive: float, floor: float, rps: float) -> dict[str, Any]:
+    return {
+        "single": {"p50_ms": served, "p99_ms": 2 * served},
+        "naive_encode": {"p50_ms": naive},
+        "in_process": {"p50_ms": floor},
+        "concurrent": {"throughput_rps": rps, "errors": 0},
+        "cold_cli": {"via_service_s": 0.8, "in_process_s": 3.0, "naive_cold_s": 6.0},
+    }
+
+
+def test_speed_targets_judge_the_median_of_the_runs_ratios() -> None:
+    # Ratios per run: 0.4, 0.6 (a noisy run), 0.42; the median (0.42) is judged, not the mean or the worst.
+    runs = [_speed_run(10, 25, 8, 160), _speed_run(15, 25, 8, 100), _speed_run(10.5, 25, 8, 155)]
+    mid = speed.medians(runs)
+    assert mid["served_over_naive"] == 0.42
+    assert mid["throughput_rps"] == 155
+    assert mid["cold_cli_via_service_over_naive"] == round(0.8 / 6.0, 3)
+    got = {name: passed for name, _, _, passed in speed.targets(runs)}
+    assert got["served p50 / naive encode p50 (median of 3 runs)"] is True
+    assert got["served p50 / in-process p50 (median of 3 runs)"] is True  # 10.5 / 8 = 1.31
+    assert got["8 concurrent clients: req/s (median of 3 runs)"] is True
+    r = _results()
+    r["latency"]["runs"] = runs
+    r["targets"] = [t.as_dict() for t in targets(r)]
+    text = markdown(r)
+    assert "**median**" in text and "served p50 / naive encode p50 (median of 3 runs)" in text
+
+
+def test_speed_targets_not_measured_without_a_baseline() -> None:
+    run = _speed_run(10, 25, 8, 160)
+    del run["in_process"]
+    got = {name: passed for name, _, _, passed in speed.targets([run])}
+    assert got["served p50 / in-process p50"] is None
+    assert got["served p50 / naive encode p50"] is True
+
+
 def test_quick_mode_shortens_everything_and_unknown_phases_are_refused() -> None:
     args = parse_args(["--quick"])
     assert args.limit == 12 and args.load_seconds == 6.0 and args.fuzz_cases == 0
-    assert parse_args([]).load_seconds == 60.0
+    assert parse_args([]).load_seconds == 60.0 and parse_args([]).repeat == 1
+    assert parse_args(["--repeat", "5"]).repeat == 5
     with pytest.raises(SystemExit):
         parse_args(["--skip", "nonsense"])
+    with pytest.raises(SystemExit):
+        parse_args(["--repeat", "0"])
 
 
 class _Engine:
