@@ -194,6 +194,8 @@ def warn_when_unknown(names: Iterable[str], setup: Setup) -> bool:
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{1,80}$")
 _PARAM_NAME = re.compile(r"^[a-z][a-z0-9_.]{1,60}$")
 PACKAGES = frozenset({"vllm", "openai-harmony", "transformers"})
+MAX_ITEMS = 256
+"""Items of one list read for a dotted target (a request's tools or messages)."""
 REQUEST_PARAMS = frozenset(
     {
         "model",
@@ -256,33 +258,38 @@ def is_request_param(target: str) -> bool:
     return target.split(".", 1)[0] in REQUEST_PARAMS
 
 
-def target_value(target: str, setup: Setup) -> str | None:
-    """What the setup sets ``target`` to, as text; None when it does not set it.
+def target_values(target: str, setup: Setup) -> tuple[str, ...]:
+    """What the setup sets ``target`` to, as text; empty when it does not set it.
 
-    A request parameter is also read from the matching server or benchmark flag (``ignore_eos`` from
-    ``--ignore-eos``), so the same rule catches it on either side.
+    A dotted request target reads through lists (``tools.type``: the type of every tool), so it can
+    hold several values. A request parameter is also read from the matching server or benchmark flag
+    (``ignore_eos`` from ``--ignore-eos``), so the same rule catches it on either side.
     """
     if target.startswith("--"):
-        return setup.flags.get(target)
-    if target in PACKAGES:
-        return setup.versions.get(target)
-    if _ENV_NAME.match(target):
-        return setup.env.get(target)
-    if _PARAM_NAME.match(target):
-        value = _dig(_request(setup), target)
-        if value is None:
-            value = setup.flags.get("--" + target.replace("_", "-"))
-        return None if value is None else _text(value)
-    return None
+        value = setup.flags.get(target)
+    elif target in PACKAGES:
+        value = setup.versions.get(target)
+    elif _ENV_NAME.match(target):
+        value = setup.env.get(target)
+    elif _PARAM_NAME.match(target):
+        found = _dig(_request(setup), target.split("."))
+        if found:
+            return tuple(_text(v) for v in found)
+        value = setup.flags.get("--" + target.replace("_", "-"))
+    else:
+        value = None
+    return () if value is None else (value,)
 
 
-def _dig(data: dict[str, Any], dotted: str) -> Any:
-    current: Any = data
-    for part in dotted.split("."):
-        if not isinstance(current, dict):
-            return None
-        current = current.get(part)
-    return current
+def _dig(data: Any, path: list[str]) -> list[Any]:
+    """The values at ``path`` under ``data``; a list on the way fans out over its items."""
+    if not path:
+        return [] if data is None else [data]
+    if isinstance(data, list):
+        return [value for item in data[:MAX_ITEMS] for value in _dig(item, path)]
+    if isinstance(data, dict):
+        return _dig(data.get(path[0]), path[1:])
+    return []
 
 
 def _text(value: Any) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from service.check.conditions import conditions_hold, is_request_param, observable, target_value, warn_when_unknown
+from service.check.conditions import conditions_hold, is_request_param, observable, target_values, warn_when_unknown
 from service.check.facts import Setup, parse_version
 
 Severity = Literal["error", "warning", "info"]
@@ -139,22 +139,22 @@ def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> 
     state = conditions_hold(action.when, setup)
     if state is False:
         return None
-    actual = target_value(action.target, setup)
+    values = target_values(action.target, setup)
     applies_to: str | None = None
     if action.kind == "set":
         expected = _literal(action.value)
-        if actual is not None and matches(actual, expected):
+        if values and all(matches(v, expected) for v in values):
             return None
-        if actual is None and is_request_param(action.target):
+        if not values and is_request_param(action.target):
             return None  # an unsent request field takes the server's default: nothing was chosen wrongly
         # A value the setup chose on purpose and got wrong counts even when the condition is undecided.
-        severity = _severity(state, setup, action.when) or ("warning" if actual is not None else None)
+        severity = _severity(state, setup, action.when) or ("warning" if values else None)
     elif action.kind in {"avoid", "unset"}:
-        if actual is None or not matches(actual, _literal(action.value)):
+        if not any(matches(v, _literal(action.value)) for v in values):
             return None
         severity = "error" if state is not None else "warning"
     elif action.kind == "upgrade":
-        have, need = parse_version(actual), parse_version(action.value)
+        have, need = parse_version(values[0] if values else None), parse_version(action.value)
         if have is None or need is None or have >= need:
             return None
         severity = _severity(state, setup, action.when) or "warning"

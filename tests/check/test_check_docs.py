@@ -136,3 +136,15 @@ def test_a_forced_attention_backend_is_flagged_as_a_gpu_dependent_risk() -> None
     finding = next(f for f in report.findings if f.change.target == "VLLM_ATTENTION_BACKEND")
     assert (finding.severity, finding.change.action) == ("warning", "unset")
     assert "gpu" in finding.when
+
+
+def test_namespace_tools_on_the_responses_api_are_an_error() -> None:
+    body = {
+        "model": "openai/gpt-oss-120b",
+        "input": "list the files",
+        "tools": [{"type": "function", "name": "ls"}, {"type": "namespace", "name": "shell", "tools": []}],
+    }
+    report = run(json.dumps(body))
+    assert ("avoid", "tools.type") in changes(report, "error")
+    plain = {**body, "tools": [{"type": "function", "name": "ls"}]}
+    assert ("avoid", "tools.type") not in changes(run(json.dumps(plain)))

@@ -148,3 +148,11 @@ def test_every_condition_answers_for_every_kind_of_input() -> None:
         setup = read_setup(text)
         for name, fn in CONDITIONS.items():
             assert fn(setup) in (True, False, None), name
+
+
+def test_a_dotted_target_reads_through_lists() -> None:
+    no_namespace = P((A("avoid", "tools.type", "namespace"),))
+    body = {"input": "x", "tools": [{"type": "function"}, {"type": "namespace"}]}
+    assert findings(json.dumps(body), no_namespace) == [("error", "avoid", "tools.type")]
+    assert findings(json.dumps({"input": "x", "tools": [{"type": "function"}]}), no_namespace) == []
+    assert findings(json.dumps({"input": "x"}), no_namespace) == []
