@@ -97,10 +97,11 @@ def test_serve_options_mirror_the_settings_env_vars(monkeypatch: pytest.MonkeyPa
 
     seen: dict[str, Any] = {}
 
-    def fake_run(app: Any, host: str, port: int, log_level: str) -> None:
-        seen.update(app=app, host=host, port=port, settings=app.state.runtime.settings)
+    def fake_run(server: Any, sockets: Any = None) -> None:  # serve runs uvicorn.Server(config).run()
+        config = server.config
+        seen.update(app=config.app, host=config.host, port=config.port, settings=config.app.state.runtime.settings)
 
-    monkeypatch.setattr(uvicorn, "run", fake_run)
+    monkeypatch.setattr(uvicorn.Server, "run", fake_run)
     with socket.socket() as probe:  # a port free right now (serve checks it before starting)
         probe.bind(("0.0.0.0", 0))
         port = probe.getsockname()[1]

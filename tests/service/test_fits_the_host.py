@@ -140,6 +140,7 @@ def test_serve_on_a_taken_port_fails_before_loading_anything(monkeypatch: pytest
         raise AssertionError("serve went on to build the app on a taken port")
 
     monkeypatch.setattr(uvicorn, "run", must_not_run)
+    monkeypatch.setattr(uvicorn.Server, "run", must_not_run)
     monkeypatch.setattr(service.app, "create_app", must_not_run)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
