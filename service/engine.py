@@ -287,6 +287,22 @@ class LookupEngine:
             partial=self._partial(budget, store_failed=result.degraded),
         )
 
+    def documents(self) -> list[Document]:
+        """Every document of the loaded index, from memory: a paused store cannot hang it (MCP's issue tools).
+
+        Under the same lane bound as short lookups, and as fresh as lookups are (the generation check is
+        bounded and, while the store hangs, runs in the background).
+        """
+        with self._lanes["short"]:
+            self.reload_if_changed()
+            return list(self._snapshot.documents)
+
+    def document(self, doc_id: str) -> Document | None:
+        """One document of the loaded index, from memory (see :meth:`documents`)."""
+        with self._lanes["short"]:
+            self.reload_if_changed()
+            return self._snapshot.knowledge.by_id.get(doc_id)
+
     def _partial(self, budget: Budget, *, store_failed: bool) -> list[str]:
         """The steps ``budget`` skipped, remembered for /health and logged once per lookup.
 

@@ -574,13 +574,14 @@ class EngineBackend:
             log.warning("index unavailable, answering from the bundled KB: %s", exc.detail)
             return None
 
+    # The loaded index, not the store: like /lookup, these answer when a Chroma server is paused.
     def documents(self) -> list[Document] | None:
         engine = self._engine_or_none()
-        return None if engine is None else engine.store.documents()
+        return None if engine is None else engine.documents()
 
     def get(self, doc_id: str) -> Document | None:
         engine = self._engine_or_none()
-        return None if engine is None else engine.store.get(doc_id)
+        return None if engine is None else engine.document(doc_id)
 
 
 class LocalEngine:

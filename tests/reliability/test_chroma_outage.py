@@ -149,3 +149,47 @@ def test_a_service_started_while_the_server_is_down_comes_up_when_it_returns(
             wait_until(lambda: _healthy_again(http), timeout=RECOVERY_BOUND)
     finally:
         _resume(chroma, outage)
+
+
+def test_mcp_issue_tools_answer_from_the_loaded_index_while_the_server_is_paused(
+    chroma: ChromaServer, tmp_path: Path
+) -> None:
+    # Issue 16, finding 10: get_issue and list_known_issues read the store directly, so with the
+    # server paused they hung for the client's 10 s read timeout and returned an empty error.
+    import anyio
+    from mcp import Client
+
+    from indexer.build import build_index
+    from service.engine import LookupEngine
+    from service.mcp_server import EngineBackend, build_mcp
+
+    chroma.start()
+    embedder = HashingEmbedder()
+    settings = Settings(data_dir=tmp_path / "data", chroma_url=chroma.url, collection="outage_mcp")
+    build_index(settings, embedder=embedder, github=False, progress=False)
+    engine = LookupEngine.open(settings, embedder=embedder)
+    backend = EngineBackend(lambda: engine)
+    server = build_mcp(lambda: backend, docs_dir=settings.docs_dir)
+    known = next(doc.id for doc in engine.documents() if doc.kind == "card")
+
+    async def calls() -> list[tuple[Any, float]]:
+        out = []
+        async with Client(server) as client:
+            for name, args in [("get_issue", {"id": known}), ("list_known_issues", {"limit": 5})] * 2:
+                start = time.monotonic()
+                result = await client.call_tool(name, args)
+                out.append((result, time.monotonic() - start))
+        return out
+
+    _stop(chroma, "paused")
+    try:
+        results = anyio.run(calls)
+    finally:
+        _resume(chroma, "paused")
+        engine.close()
+    first_bound = engine.store_timeout + 2  # the first call may wait out one bounded store probe
+    for i, (result, elapsed) in enumerate(results):
+        assert not result.is_error, result.content
+        assert elapsed < (first_bound if i == 0 else 2.0), f"call {i} took {elapsed:.1f}s with the server paused"
+    assert results[0][0].structured_content["issue"]["id"] == known
+    assert results[1][0].structured_content["issues"]
