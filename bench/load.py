@@ -233,3 +233,59 @@ def big_log(error: str, *, size: int = 100_000, seed: int = 0) -> str:
         lines.append(line)
         total += len(line) + 1
     return "\n".join(lines)
+
+
+MB = 1_000_000
+
+
+def pathological_bodies() -> list[str]:
+    """1 MB inputs of the shapes issue 16 found superlinear (distinct flags, arg keys, env vars)."""
+    return [
+        "".join("vllm serve " + " ".join(f"--f{i * 100 + j}" for j in range(100)) + "\n" for i in range(1_900))[:MB],
+        "".join(
+            "non-default args: {" + ", ".join(f"'k{i * 50 + j}': 'v'" for j in range(50)) + "}\n" for i in range(1_500)
+        )[:MB],
+        " ".join(f"VLLM_X{i}=1" for i in range(90_000))[:MB],
+        "".join(f"error: worker {i} failed: error: code {i * 7}\n" for i in range(40_000))[:MB],
+    ]
+
+
+def hostile_mix(short: Sequence[str], *, every: int = 8) -> list[tuple[str, str]]:
+    """Short errors with every ``every``-th request a pathological 1 MB body."""
+    bodies = pathological_bodies()
+    mix: list[tuple[str, str]] = []
+    for i in range(every * len(bodies)):
+        if i % every == every - 1:
+            mix.append(("1MB pathological", bodies[(i // every) % len(bodies)]))
+        else:
+            mix.append(("short error", short[i % len(short)]))
+    return mix
+
+
+def mixed_hostile_run(
+    base_url: str, short: Sequence[str], *, clients: int = 32, seconds: float = 30.0
+) -> dict[str, Any]:
+    """Issue 16: the short-lookup p99 with pathological 1 MB bodies among the lookups vs without them.
+
+    Two runs of ``clients`` clients each: short errors only, then the same with every 8th request a
+    pathological 1 MB body. Passes when the short lookups' p99 stays within 3x of the first run's.
+    """
+    baseline = concurrent(
+        base_url, [("short error", t) for t in short], clients=clients, seconds=seconds, max_requests=100_000
+    )
+    mixed = concurrent(base_url, hostile_mix(short), clients=clients, seconds=seconds, max_requests=100_000)
+    base_p99 = percentile([s.ms for s in baseline.samples if s.status == 200], 99)
+    short_ok = [s.ms for s in mixed.samples if s.kind == "short error" and s.status == 200]
+    mixed_p99 = percentile(short_ok, 99)
+    ratio = None if not base_p99 or mixed_p99 is None else round(mixed_p99 / base_p99, 2)
+    return {
+        "clients": clients,
+        "seconds_per_run": seconds,
+        "without_pathological": baseline.report(),
+        "with_pathological": mixed.report(),
+        "short_p99_without_ms": None if base_p99 is None else round(base_p99, 2),
+        "short_p99_with_ms": None if mixed_p99 is None else round(mixed_p99, 2),
+        "ratio": ratio,
+        "rule": "short-lookup p99 with 1 MB pathological bodies among them <= 3x its value without them",
+        "ok": ratio is not None and ratio <= 3.0 and not any(s.status == 0 for s in mixed.samples),
+    }

@@ -17,7 +17,15 @@ from typing import Any
 import httpx
 
 from bench import speed
-from bench.load import RunResult, big_log, concurrent, interleaved_many, single_client, summarize
+from bench.load import (
+    RunResult,
+    big_log,
+    concurrent,
+    interleaved_many,
+    mixed_hostile_run,
+    single_client,
+    summarize,
+)
 from bench.procs import RssSampler, Server, child_env, run_cli
 
 READY_TIMEOUT = 180.0
@@ -98,6 +106,11 @@ def served(
                 out["load"] = load_run(server, texts, env, token, seconds=load_seconds, via=reindex_via)
         except Exception as exc:  # the memory figure below is still worth having
             on_error("load", f"{type(exc).__name__}: {str(exc)[:400]}")
+        try:
+            short = [t for kind, t in texts if kind == "short"][:40] or WARMUP
+            out["hostile_mix"] = mixed_hostile_run(server.url, short, seconds=6 if quick else 30)
+        except Exception as exc:
+            on_error("hostile_mix", f"{type(exc).__name__}: {str(exc)[:400]}")
         out["service_memory"] = server.memory()
     finally:
         code = server.stop()
