@@ -88,6 +88,15 @@ def _metadata(doc: Document, content_hash: str, embed_key: str) -> dict[str, Any
     return meta
 
 
+def _empty_database(settings: Settings) -> str | None:
+    """The embedded store's sqlite file when it exists with zero bytes (a damaged store), else None."""
+    path = settings.chroma_dir / "chroma.sqlite3"
+    try:
+        return str(path) if path.stat().st_size == 0 else None
+    except OSError:
+        return None
+
+
 class Store:
     """Documents + vectors + index metadata in Chroma. Open with :meth:`open`."""
 
@@ -138,6 +147,15 @@ class Store:
         if not settings.chroma_url:
             # Readers share the data dir, a writer has it alone (see indexer/lock.py for why).
             lock = DataDirLock(settings.data_dir, exclusive=not read_only).acquire(timeout=lock_timeout)
+            empty = _empty_database(settings)
+            if empty is not None and not reset_if_corrupt:
+                lock.release()
+                # chromadb would take a zero-byte file for a new database: every synced thread would be
+                # gone and the first start would build the KB over it without a word.
+                raise StoreError(
+                    f"the index database {empty} is empty (0 bytes: the disk was full, or a crash hit while it "
+                    f"was written); {FIX} (synced GitHub threads in it are lost: add --github to fetch them again)"
+                )
 
         def load() -> Store:
             store = cls(
@@ -152,6 +170,13 @@ class Store:
             return store
 
         try:
+            if reset_if_corrupt and not settings.chroma_url and _empty_database(settings):
+                log.warning(
+                    "the index database under %s is empty (0 bytes); rebuilding. Synced GitHub threads are lost "
+                    "until the next sync (`gptoss-doctor index --github`)",
+                    settings.chroma_dir,
+                )
+                move_aside(settings)
             try:
                 return load()
             except StoreError:

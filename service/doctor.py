@@ -245,7 +245,11 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
     try:
         store = Store.open(settings, ctx.embedder, read_only=True)
     except Exception as exc:
-        return [Check("index", "fail", f"cannot open the index: {type(exc).__name__}: {str(exc)[:300]}", fix=rebuild)]
+        # A plain `index` opens the same unreadable store and fails again; only --full moves it aside.
+        unreadable = "run `gptoss-doctor index --full` (moves the unreadable index aside and rebuilds it; add --github "
+        unreadable += "to fetch synced threads again)"
+        detail = f"cannot open the index: {type(exc).__name__}: {str(exc)[:300]}"
+        return [Check("index", "fail", detail, fix=unreadable)]
     try:
         status = store.status()
         documents = int(status.get("documents") or 0)
@@ -369,7 +373,8 @@ def run_checks(
     index_checks = check_index(settings, ctx, now=now)
     bad = {c.name for c in index_checks if c.status in ("fail", "warn")}
     if fix and bad & {"index", "index embedder", "index freshness"} and ctx.chroma_ok and ctx.embedder is not None:
-        checks.append(_build(settings, ctx.embedder, full="index embedder" in bad))
+        full = "index embedder" in bad or any("--full" in (c.fix or "") for c in index_checks)
+        checks.append(_build(settings, ctx.embedder, full=full))
         index_checks = check_index(settings, ctx, now=now)
     checks.extend(index_checks)
     return Report(checks)

@@ -65,6 +65,11 @@ def _truncated_sqlite(data_dir: Path) -> None:
     db.write_bytes(db.read_bytes()[: db.stat().st_size // 2])
 
 
+def _empty_sqlite(data_dir: Path) -> None:
+    # What a full disk can leave: the file is there, with nothing in it.
+    (data_dir / "chroma" / "chroma.sqlite3").write_bytes(b"")
+
+
 def _chroma_dir_is_a_file(data_dir: Path) -> None:
     shutil.rmtree(data_dir / "chroma")
     (data_dir / "chroma").write_text("left over by a bad copy\n")
@@ -114,6 +119,7 @@ def _vocab_truncated(data_dir: Path) -> None:
 UNRECOVERABLE = {
     "garbage chroma.sqlite3": _garbage_sqlite,
     "chroma.sqlite3 cut in half": _truncated_sqlite,
+    "zero-length chroma.sqlite3": _empty_sqlite,
     "chroma dir is a file": _chroma_dir_is_a_file,
     "index metadata missing": _metadata_missing,
     "serving collection missing": _serving_collection_missing,
@@ -188,7 +194,7 @@ def test_damage_chroma_rebuilds_itself_from_does_not_stop_lookups(
     assert '"issues"' in output and "Traceback" not in output
 
 
-@pytest.mark.parametrize("damage", ["garbage chroma.sqlite3", "index metadata missing"])
+@pytest.mark.parametrize("damage", ["garbage chroma.sqlite3", "index metadata missing", "zero-length chroma.sqlite3"])
 def test_following_the_advice_repairs_the_index(damage: str, built_base: Path, _hermetic_env: Path) -> None:
     damaged_copy(built_base, _hermetic_env, UNRECOVERABLE[damage])
     assert cli("lookup", ERROR)[0] == 1
@@ -211,3 +217,11 @@ def test_real_process_exits_with_the_message_only(built_base: Path, tmp_path: Pa
     assert FIX in done.stderr
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
     assert done.stderr.strip().startswith("Error: ") and len(done.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("damage", ["garbage chroma.sqlite3", "zero-length chroma.sqlite3"])
+def test_doctor_names_index_full_for_an_unreadable_index(damage: str, built_base: Path, _hermetic_env: Path) -> None:
+    # A plain `index` opens the same broken store and fails again: doctor must say --full.
+    damaged_copy(built_base, _hermetic_env, UNRECOVERABLE[damage])
+    code, output, _ = cli("doctor")
+    assert code != 0 and FIX in output, output
