@@ -423,6 +423,9 @@ class Store:
             "store": "server" if self.settings.chroma_url else "embedded",
             "location": self.location,
             "last_run": self.last_run(),
+            # Set while a writer is between writing documents and publishing them: still set when no
+            # writer runs means one stopped mid-write (killed), and the vectors may be incomplete.
+            "dirty": bool(state.get("dirty")),
         }
 
     def last_run(self) -> dict[str, Any] | None:

@@ -455,6 +455,11 @@ class LookupEngine:
         failed = self._dense_failed_at
         if failed is not None and time.monotonic() - failed < DENSE_DEGRADED_WINDOW:
             reasons.append("dense search failing; answers come from the lexical index")
+        if self._snapshot.status.get("dirty"):
+            reasons.append(
+                "the index was left mid-write by a run that did not finish (killed?): dense search may miss "
+                "documents until `gptoss-doctor index --full` rebuilds it"
+            )
         over = self._over_budget_at
         if over is not None and time.monotonic() - over < BUDGET_WINDOW:
             reasons.append(

@@ -225,3 +225,27 @@ def test_doctor_names_index_full_for_an_unreadable_index(damage: str, built_base
     damaged_copy(built_base, _hermetic_env, UNRECOVERABLE[damage])
     code, output, _ = cli("doctor")
     assert code != 0 and FIX in output, output
+
+
+def test_an_index_left_mid_write_is_reported_not_called_ok(built_base: Path, _hermetic_env: Path) -> None:
+    # Issue 16, finding 4: after a writer was killed between writing documents and publishing them,
+    # /health said ok while dense search was damaged. The store's dirty marker is what shows it.
+    from indexer.store import Store
+    from service.engine import LookupEngine
+
+    damaged_copy(built_base, _hermetic_env, lambda data_dir: None)
+    settings = Settings(data_dir=_hermetic_env)
+    with Store.open(settings, HashingEmbedder()) as writer:
+        writer._mark_dirty(writer._writable_target())  # what a SIGKILL between the two steps leaves
+    engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
+    try:
+        assert any("mid-write" in reason and FIX in reason for reason in engine.degraded_reasons())
+    finally:
+        engine.close()
+    with Store.open(settings, HashingEmbedder()) as writer:  # the next writer publishes: clean again
+        writer.upsert([])
+    engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
+    try:
+        assert not any("mid-write" in reason for reason in engine.degraded_reasons())
+    finally:
+        engine.close()
