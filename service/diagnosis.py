@@ -16,12 +16,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from indexer.signatures import normalize_signature
 from service.analysis.input import ParsedInput
 from service.answer import public_source
 from service.models import ActionOut, Confidence, DiagnosisOut, VerdictOut, VerdictStatus
+from service.versions import parse_version
 
 if TYPE_CHECKING:
     from indexer.problems import Action, Problem
@@ -33,7 +34,6 @@ log = logging.getLogger(__name__)
 MAX_ACTIONS = 3
 MIN_ERROR_CHARS = 12
 """Shortest listed error string matched by containment ("Unknown role" is 12 characters)."""
-_VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.?(?:post|rc|dev)\d+)?)")
 _PACKAGES = {"vllm": "vLLM", "openai-harmony": "openai-harmony"}
 _SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<=[.!?])\s")
 
@@ -189,16 +189,6 @@ def choose(
 # --- versions -----------------------------------------------------------------------------------------
 
 
-def _version(text: str | None) -> Version | None:
-    match = _VERSION.match(text.strip()) if text else None
-    if not match:
-        return None
-    try:
-        return Version(match.group(1))
-    except InvalidVersion:
-        return None
-
-
 def user_version(parsed: ParsedInput, package: str) -> str | None:
     """The version of ``package`` the input shows."""
     if package == "vllm":
@@ -224,7 +214,7 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
     verified = False
     if released:
         # The fix is complete in the release that has every merged fix PR the sync placed.
-        tag = max(released.values(), key=lambda t: _version(t) or Version("0"))
+        tag = max(released.values(), key=lambda t: parse_version(t) or Version("0"))
         package = stated[0] if stated else _package_of(merged, knowledge)
         fixed, verified = (package, tag.removeprefix("v")), True
     if fixed is not None:
@@ -243,7 +233,7 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
                 open_prs=open_prs,
                 release_verified=verified,
             )
-        have, need = _version(yours), _version(release)
+        have, need = parse_version(yours), parse_version(release)
         status: VerdictStatus
         if have is not None and need is not None and have < need:
             status, text = "affected", f"Fixed in {name} {release}, you run {yours}: upgrade."
@@ -377,15 +367,15 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
 
 
 def _names_release(action: Action) -> bool:
-    return _version(action.value) is not None
+    return parse_version(action.value) is not None
 
 
 def _needs(action: Action, parsed: ParsedInput | None) -> bool:
     """An upgrade applies unless the input shows the package at that release or newer."""
     if not _names_release(action):
         return False
-    yours = _version(user_version(parsed, action.target.lower())) if parsed is not None else None
-    need = _version(action.value)
+    yours = parse_version(user_version(parsed, action.target.lower())) if parsed is not None else None
+    need = parse_version(action.value)
     return yours is None or need is None or yours < need
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from pydantic import BaseModel, Field
 
 from indexer.documents import Card, Document
@@ -19,6 +19,7 @@ from indexer.sources.cards import bundled_cards
 from service.analysis.input import ParsedInput
 from service.analysis.origin import categorize, text_window
 from service.models import FlagAction, FlagOut
+from service.versions import parse_version
 
 # Harmony stop tokens, as openai-harmony's HARMONY_GPT_OSS encoding reports them
 # (stop_tokens_for_assistant_actions(): <|call|>, <|return|>); tests pin them to the real library.
@@ -79,17 +80,6 @@ def seen_flags(parsed: ParsedInput) -> dict[str, str]:
         for match in _TOOL_CHOICE.finditer(text):
             found.setdefault("tool-choice", match.group(1).strip("\"'{ ").lower())
     return found
-
-
-def _norm_version(text: str) -> Version | None:
-    """``0.10.1+gptoss`` -> 0.10.1, ``v0.11.0`` -> 0.11.0, ``0.11.1.dev5+gabc1234`` -> 0.11.1.dev5."""
-    match = re.match(r"v?(\d+(?:\.\d+){1,3}(?:\.?(?:dev|rc|post)\d*)?)", text.strip())
-    if not match:
-        return None
-    try:
-        return Version(match.group(1))
-    except InvalidVersion:
-        return None
 
 
 def user_vllm_version(parsed: ParsedInput) -> str | None:
@@ -178,7 +168,7 @@ def _min_version_for(pattern: str) -> tuple[str, str] | None:
             rx.search(t) for t in [card.fix or "", card.summary or "", *card.flags]
         ):
             continue
-        parsed = _norm_version(version)
+        parsed = parse_version(version)
         if parsed is not None and (best is None or parsed < best[0]):
             best = (parsed, version, card.id)
     return (best[1], best[2]) if best else None
@@ -286,7 +276,7 @@ def _tool_parser_advice(
 
 
 def _older(version: str, minimum: str) -> bool:
-    have, need = _norm_version(version), _norm_version(minimum)
+    have, need = parse_version(version), parse_version(minimum)
     return have is not None and need is not None and have < need
 
 
@@ -440,7 +430,7 @@ def _version_advice(parsed: ParsedInput, hits: Sequence[Document]) -> list[Advic
             reported = [
                 v
                 for v in doc.versions.get("vllm", [])
-                if version and _norm_version(v) == _norm_version(version)
+                if version and parse_version(v) == parse_version(version)
             ]
             if reported and doc.state == "open":
                 advice.append(

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import logging
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
-from service.errors import DoctorError
+from service.errors import DoctorError, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -133,3 +134,19 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected)
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def validate_body(model: type[ModelT], data: dict[str, Any]) -> ModelT:
+    """``data`` as ``model``; a 422 InvalidInput naming each failing field (never echoing the input)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = [
+            {"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]}
+            for e in exc.errors(include_url=False, include_input=False)
+        ][:20]
+        raise InvalidInput(describe_errors(errors), extensions={"errors": errors}) from None
+

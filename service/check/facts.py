@@ -21,7 +21,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
+
+from service.versions import parse_version
 
 MAX_CHECK_CHARS = 262_144
 """The largest text ``check`` reads: a command, a request body or a config file is far smaller."""
@@ -74,19 +76,6 @@ class Setup:
     def version(self, package: str) -> Version | None:
         """The parsed version of ``package`` (``vllm``, ``openai-harmony``) when the input states it."""
         return parse_version(self.versions.get(package))
-
-
-def parse_version(text: str | None) -> Version | None:
-    """``0.10.1+gptoss`` -> 0.10.1; ``v0.11.0`` -> 0.11.0; None when absent or unreadable."""
-    if not text:
-        return None
-    match = re.match(r"v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?(?:dev|rc|post)\d{0,8})?)", text.strip())
-    if not match:
-        return None
-    try:
-        return Version(match.group(1))
-    except InvalidVersion:
-        return None
 
 
 # --- detection ---------------------------------------------------------------------------------------

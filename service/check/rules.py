@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from service.check.conditions import conditions_hold, is_request_param, observable, target_values, warn_when_unknown
-from service.check.facts import Setup, parse_version
+from service.check.facts import Setup
+from service.versions import parse_version
 
 Severity = Literal["error", "warning", "info"]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}

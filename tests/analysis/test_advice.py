@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from indexer.documents import Document
-from service.analysis.advice import Advice, _norm_version, advise, card_flags, fixing_version, seen_flags
+from service.analysis.advice import Advice, advise, card_flags, fixing_version, seen_flags
 from service.analysis.input import parse_input
 from service.models import FlagOut
+from service.versions import parse_version
 
 TOOLS_IN_CONTENT = (
     "vLLM serving gpt-oss-120b on chat completions with a tools array: the model clearly wants to call a "
@@ -117,7 +118,7 @@ def test_fixing_version_is_read_from_the_card_text(cards: dict[str, Document]) -
     ],
 )
 def test_version_normalisation_tolerates_local_and_dev_suffixes(raw: str, expected: str | None) -> None:
-    normalised = _norm_version(raw)
+    normalised = parse_version(raw)
     assert (str(normalised) if normalised else None) == expected
 
 

@@ -10,9 +10,8 @@ from typing import Any
 
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Request
-from pydantic import ValidationError
 
-from service.api.errors import PROBLEM_JSON, describe_errors
+from service.api.errors import PROBLEM_JSON, validate_body
 from service.api.routes.lookup import read_limited_body
 from service.check import CheckInputError, check_request
 from service.check.facts import MAX_CHECK_CHARS
@@ -66,14 +65,7 @@ def parse_check_request(body: bytes, content_type: str | None) -> CheckRequest:
         data = {"input": text}
     else:
         raise BadInput(f"Unsupported Content-Type {media[:80]!r}: send application/json or text/plain.")
-    try:
-        return CheckRequest.model_validate(data)
-    except ValidationError as exc:
-        errors = [
-            {"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]}
-            for e in exc.errors(include_url=False, include_input=False)
-        ][:20]
-        raise InvalidInput(describe_errors(errors), extensions={"errors": errors}) from None
+    return validate_body(CheckRequest, data)
 
 
 @router.post(

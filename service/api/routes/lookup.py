@@ -14,9 +14,8 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 from fastapi import APIRouter, Depends, Query, Request, Response
-from pydantic import ValidationError
 
-from service.api.errors import PROBLEM_JSON, describe_errors
+from service.api.errors import PROBLEM_JSON, validate_body
 from service.config import Settings
 from service.deps import EngineDep, SettingsDep, require_read_token
 from service.engine import Lane, LookupEngine
@@ -111,14 +110,7 @@ def parse_lookup_request(
             f"Unsupported Content-Type {media[:80]!r}: send application/json "
             '{"error": "..."} or the error itself as text/plain.'
         )
-    try:
-        return LookupRequest.model_validate(data)
-    except ValidationError as exc:
-        errors = [
-            {"loc": ["body", *map(str, e["loc"])], "msg": e["msg"], "type": e["type"]}
-            for e in exc.errors(include_url=False, include_input=False)
-        ][:20]
-        raise InvalidInput(describe_errors(errors), extensions={"errors": errors}) from None
+    return validate_body(LookupRequest, data)
 
 
 @router.post(

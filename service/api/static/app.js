@@ -306,12 +306,31 @@
     if (verdict && typeof verdict.scrollIntoView === "function") verdict.scrollIntoView({ block: "start" });
   }
 
-  function renderProblem(problem, httpStatus) {
+  /** An RFC 9457 problem (or a transport failure) as an alert panel in ``container``. */
+  function showProblem(container, problem, httpStatus) {
     const title = (problem && problem.title) || `Request failed (HTTP ${httpStatus})`;
     const detail = problem && problem.detail;
-    results.replaceChildren(el("div", { class: "panel problem", role: "alert" },
+    container.replaceChildren(el("div", { class: "panel problem", role: "alert" },
       el("h2", {}, title), detail ? el("p", {}, detail) : null));
-    results.hidden = false;
+    container.hidden = false;
+  }
+
+  function renderProblem(problem, httpStatus) {
+    showProblem(results, problem, httpStatus);
+  }
+
+  /** POST ``payload`` as JSON (with the page's bearer token when one is typed): {response, body or null}. */
+  async function postJson(path, payload) {
+    const headers = { "Content-Type": "application/json", Accept: "application/json" };
+    if (tokenInput.value.trim()) headers.Authorization = `Bearer ${tokenInput.value.trim()}`;
+    const response = await fetch(path, { method: "POST", headers, body: JSON.stringify(payload) });
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (_err) {
+      body = null;
+    }
+    return { response, body };
   }
 
   async function submit() {
@@ -323,24 +342,12 @@
     }
     const k = Math.min(50, Math.max(1, parseInt(topK.value, 10) || 5));
     topK.value = String(k);
-    const headers = { "Content-Type": "application/json", Accept: "application/json" };
-    if (tokenInput.value.trim()) headers.Authorization = `Bearer ${tokenInput.value.trim()}`;
     button.disabled = true;
     form.setAttribute("aria-busy", "true");
     status.textContent = "Diagnosing\u2026";
     const started = performance.now();
     try {
-      const response = await fetch("/lookup", {
-        method: "POST",
-        headers,
-        body: JSON.stringify({ error: text, top_k: k }),
-      });
-      let body = null;
-      try {
-        body = await response.json();
-      } catch (_err) {
-        body = null;
-      }
+      const { response, body } = await postJson("/lookup", { error: text, top_k: k });
       if (!response.ok || !body) {
         renderProblem(body, response.status);
         status.textContent = "The lookup failed.";
@@ -363,7 +370,7 @@
   }
 
   // The setup check (check.js) renders with the same escaping helpers.
-  window.gptossDoctorUi = Object.freeze({ el, sourceNode, badge, section, sources });
+  window.gptossDoctorUi = Object.freeze({ el, sourceNode, badge, section, sources, postJson, showProblem });
 
   form.addEventListener("submit", (event) => {
     event.preventDefault();

@@ -10,7 +10,6 @@
   const button = document.getElementById("check-submit");
   const status = document.getElementById("check-status");
   const results = document.getElementById("check-results");
-  const tokenInput = document.getElementById("read-token");
   const SEVERITY_CLASS = { error: "sev-error", warning: "sev-warning", info: "sev-info" };
 
   /** Show one tab's panel; the selected tab is the only one in the Tab order (ARIA tabs pattern). */
@@ -62,40 +61,25 @@
     results.hidden = false;
   }
 
-  function renderProblem(problem, httpStatus) {
-    const title = (problem && problem.title) || `Request failed (HTTP ${httpStatus})`;
-    results.replaceChildren(ui.el("div", { class: "panel problem", role: "alert" },
-      ui.el("h2", {}, title), problem && problem.detail ? ui.el("p", {}, problem.detail) : null));
-    results.hidden = false;
-  }
-
   async function submit() {
     if (!input.value.trim()) {
       status.textContent = "Paste a vllm serve command, a start-up line or a request body first.";
       input.focus();
       return;
     }
-    const headers = { "Content-Type": "application/json", Accept: "application/json" };
-    if (tokenInput && tokenInput.value.trim()) headers.Authorization = `Bearer ${tokenInput.value.trim()}`;
     button.disabled = true;
     status.textContent = "Checking\u2026";
     try {
-      const response = await fetch("/v1/check", { method: "POST", headers, body: JSON.stringify({ input: input.value }) });
-      let body = null;
-      try {
-        body = await response.json();
-      } catch (_err) {
-        body = null;
-      }
+      const { response, body } = await ui.postJson("/v1/check", { input: input.value });
       if (!response.ok || !body) {
-        renderProblem(body, response.status);
+        ui.showProblem(results, body, response.status);
         status.textContent = "The check failed.";
         return;
       }
       render(body);
       status.textContent = body.ok ? "Checked: nothing to change." : "Checked.";
     } catch (err) {
-      renderProblem({ title: "The service could not be reached", detail: String(err) }, 0);
+      ui.showProblem(results, { title: "The service could not be reached", detail: String(err) }, 0);
       status.textContent = "The check failed.";
     } finally {
       button.disabled = false;
