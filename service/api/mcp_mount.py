@@ -90,8 +90,9 @@ def transport_security(settings: Settings) -> TransportSecuritySettings | None:
     extra = list(settings.mcp_allowed_hosts)
     if settings.host not in _LOCAL_HOSTS and not extra:
         return None
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]", *extra]
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    local = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+    hosts = [*local, "127.0.0.1", "localhost", "[::1]", *extra]
+    origins = [f"http://{host}" for host in local]
     origins += [f"{scheme}://{host}" for host in extra for scheme in ("https", "http")]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
 
