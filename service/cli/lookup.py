@@ -162,8 +162,9 @@ def render_verdict(answer: LookupResponse, console: Console, *, base_url: str | 
             # The section is named once below; each action lists the threads behind it.
             others = [s for s in action.sources if source_text(s, base_url) != section]
             if others:
-                console.print(f"   [dim]{escape(_sources_line(others, base_url))}[/dim]")
-        console.print(f"[dim]Section: {escape(section)}[/dim]")
+                console.print(f"   [dim]{escape(_sources_line(others, base_url))}[/dim]", soft_wrap=True)
+        # Paths and URLs are never broken by a hard wrap: the terminal wraps them, copy and click work.
+        console.print(f"[dim]Section: {escape(section)}[/dim]", soft_wrap=True)
     elif answer.no_confident_match:
         console.print("[yellow]No confident match:[/yellow] no known issue is close to this error.")
     else:
