@@ -200,7 +200,7 @@ class PipelineSystem:
             parts += [advice.summary, *(flag.text() for flag in advice.flags)]
         if answer.diagnosis is not None:
             for action in answer.diagnosis.actions:
-                parts += [action.text, *(v for v in (action.target, action.value) if v)]
+                parts += [action.text, action.label()]
         return Outcome(
             ranked=[issue.id for issue in answer.issues],
             high_confidence=any(issue.confidence == "high" for issue in answer.issues),

@@ -238,7 +238,9 @@ class LookupEngine:
             result = self._search(snap, parsed, top_k, repos)
         else:
             result = RetrievalResult(hits=[], confident=False)
-        hits = calibrate([h for h in result.hits if is_thread(h.doc)][:top_k])
+        hits = [h for h in result.hits if is_thread(h.doc)][:top_k]
+        # The retrieval's own judgement gates the evidence; the shown scores and labels are calibrated
+        # to read in order (calibrate only lowers a label, so nothing shown claims more than was judged).
         confident = [h for h in hits if h.confidence != "low"]
         # Origin and advice see only hits worth trusting: noise must not steer the diagnosis.
         evidence = [h.doc for h in confident]
@@ -278,7 +280,7 @@ class LookupEngine:
                 outside_scope=parsed.other_model is not None,
                 reproduction=self._reproduce(parsed) if budget.allows("reproduction") else None,
             ),
-            issues=[issue_out(h, snap.knowledge) for h in hits],
+            issues=[issue_out(h, snap.knowledge) for h in calibrate(hits)],
             no_confident_match=no_match,
             fixes=fixes,
             advice=without_repeats(advice_out(advise(parsed, evidence)), fixes) if budget.allows("advice") else [],
