@@ -56,9 +56,18 @@ _STOPWORDS = frozenset(
 TITLED_MIN_CHARS = 30
 
 
+_JSON_MESSAGE = re.compile(r"""["']message["']\s{0,3}:\s{0,3}["']([^"']{30,300})["']""")
+
+
 def titled(signature: str, title: str) -> bool:
-    """True when a thread's title quotes this error string (30+ characters): the thread is about it."""
-    return len(signature) >= TITLED_MIN_CHARS and signature.lower() in title.lower()
+    """True when a thread's title quotes this error string (30+ characters): the thread is about it.
+
+    An HTTP error body (``{"error":{"message":"..."}}``) counts by its message: a title quotes what
+    the server said, not the JSON around it.
+    """
+    wrapped = _JSON_MESSAGE.search(signature)
+    core = wrapped.group(1) if wrapped else signature
+    return len(core) >= TITLED_MIN_CHARS and core.lower() in title.lower()
 
 class DenseSearch(Protocol):
     """The dense leg: nearest documents to a query vector (the Chroma store implements it)."""

@@ -177,3 +177,14 @@ def test_the_same_error_string_from_another_engine_is_not_high(retriever: Retrie
     result = retriever.search(parse_input("sglang 0.5.1: harmony parser: no reverse mapping found"))
     ollama = next(h for h in result.hits if h.doc.id == "ollama/ollama#12187")
     assert ollama.confidence == "medium" and "another engine's thread" in ollama.why
+
+
+def test_a_title_quoting_the_message_of_an_http_error_body_counts_as_titled() -> None:
+    from service.retrieval import titled
+
+    body = '{"error":{"message":"Unexpected token 200002 while expecting start token 200006","type":"X","code":500}}'
+    title = '[Bug]: chat completions return 500 "Unexpected token 200002 while expecting start token 200006"'
+    assert titled(body, title)
+    assert titled("Unexpected token 200002 while expecting start token 200006", title)
+    assert not titled(body, "[Bug]: chat completions return 500")
+    assert not titled('{"error":{"message":"short"}}', 'a title with "short" in it')
