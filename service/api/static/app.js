@@ -369,17 +369,22 @@
     }
   }
 
-  // The setup check (check.js) renders with the same escaping helpers.
-  window.gptossDoctorUi = Object.freeze({ el, sourceNode, badge, section, sources, postJson, showProblem });
-
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    submit();
-  });
-  input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+  /** Run ``submit`` on the form's submit and on Ctrl+Enter (Cmd+Enter on a Mac) in its text area. */
+  function wireSubmit(formNode, textArea, submitFn) {
+    formNode.addEventListener("submit", (event) => {
       event.preventDefault();
-      submit();
-    }
-  });
+      submitFn();
+    });
+    textArea.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+        event.preventDefault();
+        submitFn();
+      }
+    });
+  }
+
+  // The setup check (check.js) renders and submits with the same helpers.
+  window.gptossDoctorUi = Object.freeze({ el, sourceNode, badge, section, sources, postJson, showProblem, wireSubmit });
+
+  wireSubmit(form, input, submit);
 })();

@@ -86,14 +86,5 @@
     }
   }
 
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    submit();
-  });
-  input.addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
-      event.preventDefault();
-      submit();
-    }
-  });
+  ui.wireSubmit(form, input, submit);
 })();
