@@ -174,14 +174,10 @@ def conditions_hold(names: Iterable[str], setup: Setup) -> bool | None:
 
     KeyError names a condition this module does not know.
     """
-    state: bool | None = True
-    for name in names:
-        value = CONDITIONS[name](setup)
-        if value is False:
-            return False
-        if value is None:
-            state = None
-    return state
+    states = [CONDITIONS[name](setup) for name in names]
+    if False in states:
+        return False
+    return None if None in states else True
 
 
 def warn_when_unknown(names: Iterable[str], setup: Setup) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from service.check.conditions import conditions_hold, is_request_param, observable, target_values, warn_when_unknown
@@ -132,7 +132,7 @@ def evaluate(setup: Setup, problems: Iterable[ProblemLike]) -> list[Finding]:
                 findings[key] = finding
             elif SEVERITY_ORDER[finding.severity] == SEVERITY_ORDER[kept.severity]:
                 merged = tuple(dict.fromkeys([*kept.sources, *finding.sources]))
-                findings[key] = Finding(**{**kept.__dict__, "sources": merged})
+                findings[key] = replace(kept, sources=merged)
     return sorted(findings.values(), key=lambda f: (SEVERITY_ORDER[f.severity], f.problem, f.target))
 
 
