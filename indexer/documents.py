@@ -106,6 +106,11 @@ class Card(BaseModel):
         "context (what the reporter ran; never advice). Flags without a role are treated as context.",
     )
     verified: Verification | None = None
+    signatures_checked: Verification | None = Field(
+        default=None,
+        description="When error_signatures were re-checked against the thread's body and comments (issue 12): "
+        "confirmed (they match), corrected (strings added or fixed), unverifiable (thread not readable)",
+    )
 
     @field_validator("id")
     @classmethod
