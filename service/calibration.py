@@ -51,6 +51,8 @@ class Calibration:
     """The upstream thread a platform copy cites ranks this much above the copy."""
     fix_lift: float = 1.02
     """The fix PR of that upstream thread ranks this much above the copy."""
+    fixed_report_lift: float = 1.02
+    """A thread that shows the input's error ranks this much above the merged PR that removed that error."""
     titled_factor: float = 1.35
     """A thread whose title quotes the error string the input matches (at signature_high or above): the
     canonical report of that error, above threads that only mention it."""

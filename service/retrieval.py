@@ -452,6 +452,7 @@ class Retriever:
                 boost += c.same_component_boost
             scores[index] = e.fused * boost
         self._lift_upstream(scores, evidence, parsed, allowed)
+        self._report_before_fix(scores, evidence)
         ranked = self._one_per_author(sorted(((score, i) for i, score in scores.items()), reverse=True), self.documents)
 
         hits = [self._hit(self.documents[i], evidence[i], parsed, components) for _, i in ranked[:top_k]]
@@ -563,6 +564,29 @@ class Retriever:
                             scores[k] = scores[i] * c.fix_lift
                             evidence.setdefault(k, _Evidence()).adjusted.append(f"fixes {target.id}")
 
+    def _report_before_fix(self, scores: dict[int, float], evidence: dict[int, _Evidence]) -> None:
+        """A thread that shows the input's error ranks above the merged PR that removed that error.
+
+        Both quote the same error string, so the signature leg cannot tell them apart and the PR's title
+        (which names what it changes) often wins on words. But a user who sees the error runs a build
+        without that PR: the thread that shows the error is the answer, and the PR is its fix (linked
+        from it, and still "high" beside it).
+        """
+        c = self.calibration
+        for i in sorted(scores, key=lambda i: -scores[i]):
+            pr = self.documents[i]
+            if pr.state != "merged" or evidence[i].signature < c.signature_medium:
+                continue  # only a merged PR removed the error; an open one is a proposal
+            for target in pr.fixes:
+                j = self._position.get(target)
+                if j is None or j not in scores or scores[j] >= scores[i]:
+                    continue
+                # The same error: the fixed thread matches the input's error string as well as the PR.
+                if evidence[j].signature >= evidence[i].signature - c.titled_margin:
+                    # The two trade places: the thread takes the PR's place, the PR follows it.
+                    scores[j], scores[i] = scores[i], scores[i] / c.fixed_report_lift
+                    evidence[j].adjusted.append(f"shows the error {pr.id} removed")
+
     def _input_components(self, parsed: ParsedInput) -> set[str]:
         """The error family the input is about: the origin rule's, else the KB-trained model's best guess."""
         from service.analysis.origin import match_input
@@ -612,6 +636,17 @@ class Retriever:
             return engine in parsed.engines
         return engine == self.engines.default_engine
 
+    def _client_thread_near(self, doc: Document, e: _Evidence, parsed: ParsedInput) -> bool:
+        """A thread in the tracker of the client the input names, near the top of a rank leg.
+
+        The client's own tracker is where its failures with gpt-oss are reported, so a close thread there
+        is worth showing with its fix even when the words differ (a described symptom, no error line).
+        """
+        if not parsed.client or self.engines.client.get(doc.id) != parsed.client:
+            return False
+        ranks = [r for r in (e.lexical_rank, e.dense_rank) if r is not None]
+        return bool(ranks) and min(ranks) < self.calibration.lexical_high_rank
+
     def _hit(self, doc: Document, e: _Evidence, parsed: ParsedInput, components: set[str]) -> Hit:
         c = self.calibration
         why: list[str] = []
@@ -643,6 +678,7 @@ class Retriever:
             e.signature >= c.signature_medium
             or e.dense >= c.dense_medium
             or (e.lexical_rank == 0 and e.dense >= c.dense_medium_lexical_top)
+            or self._client_thread_near(doc, e, parsed)
         ):
             confidence = "medium"
         else:

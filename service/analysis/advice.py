@@ -39,6 +39,8 @@ class Advice(BaseModel):
 def flag(text: str, action: FlagAction) -> FlagOut:
     """``--flag value``, ``name=value`` or a bare name as a typed setting; avoid keeps no truthy value."""
     text = text.strip().strip("`")
+    if re.match(r"[\w.-]+:\s", text):  # ``name: value`` as a card quotes a request field
+        text = text.replace(":", "", 1)
     if "=" in text:
         name, value = (part.strip() for part in text.split("=", 1))
     elif " " in text:

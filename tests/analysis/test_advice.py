@@ -170,6 +170,11 @@ def test_card_flags_keep_only_fix_and_avoid_roles(cards: dict[str, Document]) ->
     ]
 
 
+def test_a_flag_quoted_as_a_request_field_is_read_by_its_name(cards: dict[str, Document]) -> None:
+    # guidellm#979 quotes the field as the request carried it, ``ignore_eos: true``.
+    assert FlagOut(flag="ignore_eos", action="avoid") in card_flags(cards["vllm-project/guidellm#979"])
+
+
 def test_disabled_ignore_eos_in_sampling_params_is_not_a_stop_symptom() -> None:
     text = "SamplingParams(n=1, stop=[], ignore_eos=False, max_tokens=128, min_tokens=0) finish_reason=length"
     assert not [a for a in advise(parse_input(text), []) if a.summary.startswith("Do not send `ignore_eos`")]

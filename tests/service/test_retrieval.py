@@ -188,3 +188,25 @@ def test_a_title_quoting_the_message_of_an_http_error_body_counts_as_titled() ->
     assert titled("Unexpected token 200002 while expecting start token 200006", title)
     assert not titled(body, "[Bug]: chat completions return 500")
     assert not titled('{"error":{"message":"short"}}', 'a title with "short" in it')
+
+
+def test_the_thread_that_shows_an_error_ranks_above_the_merged_pr_that_removed_it(retriever: Retriever) -> None:
+    # vllm#22137 introduced the 501 refusal of store=True; merged vllm#22185 removed it. Both quote the
+    # error, and #22185's title shares more words with it; the user who sees it runs a build without #22185.
+    # This paste quotes the whole message, which shares words with #22185's title (it wins on words).
+    text = (
+        "Responses API request failed: `store=True` (default) is not supported. Please set `store=False` in "
+        "Responses API or set `VLLM_ENABLE_RESPONSES_API_STORE=1`"
+    )
+    result = retriever.search(parse_input(text))
+    ids = [hit.doc.id for hit in result.hits]
+    assert ids[:2] == ["vllm-project/vllm#22137", "vllm-project/vllm#22185"]
+    assert any("removed" in why for why in result.hits[0].why)
+
+
+def test_a_thread_of_the_named_client_near_the_top_is_worth_showing(retriever: Retriever) -> None:
+    # A described symptom (no error line) that names the benchmark client: its own tracker's thread is
+    # shown as medium (so its fix counts as evidence), never high without the error string.
+    parsed = parse_input("benchmarking gpt-oss with guidellm, most requests fail unless outputs are short")
+    hits = {hit.doc.id: hit for hit in retriever.search(parsed, top_k=10).hits}
+    assert hits["vllm-project/guidellm#979"].confidence == "medium"
