@@ -395,3 +395,46 @@ def test_known_issues_has_a_table_of_contents_linking_every_section() -> None:
     linked = set(re.findall(r"\]\(#([^)]+)\)", contents))
     sections = {github_slug(t) for level, t in headings(path) if level in (2, 3) and t != "Contents"}
     assert sections - linked == set()
+
+
+# --- the claims audit (issue 11) ------------------------------------------------------------------
+
+CLAIMS_AUDIT = REPO_ROOT / "indexer" / "data" / "claims-audit.jsonl"
+AUDIT_KEYS = {"where", "claim", "verdict", "against", "on", "note"}
+VERDICTS = {"held", "corrected", "stale-fixed", "sourced", "removed"}
+AUDIT_WHERE = re.compile(r"^(?P<path>[^#\s]+)#(?P<anchor>\S+) \((?P<label>.+)\)$")
+ACTION_ROW = re.compile(r"^actions row (\d+)$")
+
+
+def _audit_lines() -> list[dict[str, object]]:
+    lines = CLAIMS_AUDIT.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_claims_audit_lines_are_complete_records() -> None:
+    records = _audit_lines()
+    assert len(records) >= 136, "the audit covers at least every action row of the reference docs"
+    for record in records:
+        assert set(record) == AUDIT_KEYS, record
+        assert record["verdict"] in VERDICTS, record
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(record["on"])), record
+        against = record["against"]
+        assert isinstance(against, list) and against and all(isinstance(a, str) and a.strip() for a in against), record
+        if record["verdict"] != "held":
+            assert str(record["note"]).strip(), f"a {record['verdict']} claim says what changed: {record['where']}"
+
+
+def test_claims_audit_points_at_existing_sections_and_rows() -> None:
+    from indexer.problems import load_problems, problem_by_anchor
+
+    problems = load_problems(REPO_ROOT)
+    for record in _audit_lines():
+        where = AUDIT_WHERE.match(str(record["where"]))
+        assert where, f"where is 'path#anchor (label)': {record['where']!r}"
+        path = REPO_ROOT / where["path"]
+        assert path.is_file(), f"missing file in {record['where']}"
+        assert where["anchor"] in {github_slug(t) for _, t in headings(path)}, f"missing anchor in {record['where']}"
+        row = ACTION_ROW.match(where["label"])
+        if row:
+            problem = problem_by_anchor(problems, f"{where['path']}#{where['anchor']}")
+            assert problem is not None and int(row[1]) <= len(problem.actions), f"no such row: {record['where']}"
