@@ -41,6 +41,9 @@ class Calibration:
     """A thread about another engine than the one the input names, without the same error string."""
     same_client_boost: float = 0.2
     """A thread in the repository of the client framework the input names."""
+    other_client_factor: float = 0.8
+    """A thread in another client application's tracker than the one the input names (or none), without
+    the same error string."""
     same_component_boost: float = 0.0
     """A thread of the error family the input's words point to (origin rule, else the KB-trained model)."""
     named_repo_boost: float = 0.2

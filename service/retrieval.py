@@ -484,9 +484,15 @@ class Retriever:
                 # Another engine's thread is only as good as ours when it has the very same error.
                 boost *= c.other_engine_factor
                 e.adjusted.append(f"another engine ({engine})")
-        if parsed.client and self.engines.client.get(doc.id) == parsed.client:
+        client = self.engines.client.get(doc.id)
+        if parsed.client and client == parsed.client:
             boost += c.same_client_boost
             e.adjusted.append(f"same client ({parsed.client})")
+        elif client is not None and client not in words and e.signature < c.signature_high:
+            # Another application's report of what the engine does (its own parser, its own UI): the
+            # input's application or the engine's own thread is closer, unless the error is the same.
+            boost *= c.other_client_factor
+            e.adjusted.append(f"another client ({client})")
         name = (doc.repo or "").split("/", 1)[-1].lower()
         if name in words and name in self._repo_names:
             boost += c.named_repo_boost
@@ -522,8 +528,12 @@ class Retriever:
 
     @staticmethod
     def _input_words(parsed: ParsedInput) -> frozenset[str]:
-        """The input's name-like words (``mlx_lm`` read as ``mlx-lm``), computed once per search."""
-        return frozenset(w.replace("_", "-") for w in _REPO_WORD.findall(parsed.text[:200_000].lower()))
+        """The input's name-like words (``mlx_lm`` read as ``mlx-lm``), computed once per search.
+
+        A dotted word also counts by its parts: ``mlx_lm.server`` is a module of ``mlx-lm``.
+        """
+        words = {w.replace("_", "-") for w in _REPO_WORD.findall(parsed.text[:200_000].lower())}
+        return frozenset(words | {part for w in words if "." in w for part in w.split(".") if len(part) >= 3})
 
     @staticmethod
     def _names_repo(words: frozenset[str], repo: str) -> bool:

@@ -210,3 +210,31 @@ def test_a_thread_of_the_named_client_near_the_top_is_worth_showing(retriever: R
     parsed = parse_input("benchmarking gpt-oss with guidellm, most requests fail unless outputs are short")
     hits = {hit.doc.id: hit for hit in retriever.search(parsed, top_k=10).hits}
     assert hits["vllm-project/guidellm#979"].confidence == "medium"
+
+
+def test_another_client_applications_thread_ranks_below_the_engines_own() -> None:
+    # tensorzero#3018 is tensorzero's own report of vLLM's reasoning field rename; a user of another
+    # frontend is better served by the engine's thread and the other engine-side threads.
+    from service.calibration import Calibration
+
+    text = (
+        "my chat frontend stopped showing the thinking after a vLLM upgrade: the server sends the field as "
+        "reasoning instead of reasoning_content"
+    )
+    plain = Retriever(card_documents(), None, None, calibration=Calibration(other_client_factor=1.0))
+    demoted = Retriever(card_documents(), None, None)
+    before = [h.doc.id for h in plain.search(parse_input(text), top_k=10).hits]
+    after = demoted.search(parse_input(text), top_k=10).hits
+    ids = [h.doc.id for h in after]
+    assert ids[0] == "vllm-project/vllm#27755"
+    assert ids.index("tensorzero/tensorzero#3018") > before.index("tensorzero/tensorzero#3018")
+    assert any("another client (tensorzero)" in why for why in after[ids.index("tensorzero/tensorzero#3018")].why)
+    # Named, it is the user's own application: no demotion.
+    named = demoted.search(parse_input("tensorzero: " + text), top_k=10).hits
+    own = [hit for hit in named if hit.doc.repo == "tensorzero/tensorzero"]
+    assert own and not any("another client" in why for hit in own for why in hit.why)
+
+
+def test_a_dotted_module_name_names_its_repository(retriever: Retriever) -> None:
+    words = retriever._input_words(parse_input("python -m mlx_lm.server --model mlx-community/gpt-oss-20b"))
+    assert "mlx-lm" in words
