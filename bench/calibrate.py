@@ -69,7 +69,11 @@ class _Scorer:
 
         snap = self.engine._snapshot  # the bench swaps the derived retriever; the store is untouched
         snap.retriever = Retriever(
-            snap.documents, self.engine.embedder, self.engine.store, generation=snap.generation, calibration=calibration
+            snap.documents,
+            self.engine.embedder,
+            snap.retriever.dense,
+            generation=snap.generation,
+            calibration=calibration,
         )
 
     def score(self, calibration: Calibration, sets: Sequence[Sequence[Query]]) -> list[Metrics]:

@@ -186,15 +186,14 @@ def quality(
 def profile_lookups(engine: Any, texts: Sequence[str], profile_to: Path | None) -> dict[str, Any]:
     """In-process lookup latency, a per-stage breakdown, and (optionally) a cProfile of all lookups."""
     from service.analysis.input import parse_input
-    from service.retrieval import Retriever
 
-    retriever = Retriever.from_store(engine.store, engine.embedder)
+    retriever = engine._snapshot.retriever  # the loaded generation's, as lookups use it
     stages: dict[str, list[float]] = {
         k: []
         for k in (
             "parse_input",
             "embed query",
-            "chroma query",
+            "vector search (memory)",
             "retriever.search (all legs)",
             "harmony decode + reproduce",
             "whole lookup",
@@ -209,8 +208,8 @@ def profile_lookups(engine: Any, texts: Sequence[str], profile_to: Path | None) 
 
     for text in texts:
         parsed = timed("parse_input", parse_input, text)
-        vector = timed("embed query", engine.embedder.encode, [parsed.query_text[:1000]])[0]
-        timed("chroma query", engine.store.query, vector, 60)
+        vector = timed("embed query", engine.embedder.encode, [parsed.query_text[:400]])[0]
+        timed("vector search (memory)", retriever.dense.query, vector, 40)
         timed("retriever.search (all legs)", retriever.search, parsed, top_k=5)
         if engine.harmony is not None:
             timed(

@@ -355,6 +355,27 @@ class Store:
         result: list[Document] = self._read(fetch, [])
         return result
 
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every served document's id and vector (one float32 row each): readers search them in memory."""
+        empty = np.zeros((0, self.embedder.dimension), dtype=np.float32)
+
+        def fetch(col: Any) -> tuple[list[str], np.ndarray]:
+            ids: list[str] = []
+            rows: list[np.ndarray] = []
+            offset = 0
+            while True:
+                got = col.get(include=["embeddings"], limit=1000, offset=offset)
+                ids += got["ids"]
+                if len(got["ids"]):
+                    rows.append(np.asarray(got["embeddings"], dtype=np.float32))
+                if len(got["ids"]) < 1000:
+                    break
+                offset += 1000
+            return ids, (np.concatenate(rows) if rows else empty)
+
+        result: tuple[list[str], np.ndarray] = self._read(fetch, ([], empty))
+        return result
+
     def get_many(self, ids: Sequence[str]) -> dict[str, Document]:
         """The served documents among ``ids``, by id."""
         if not ids:

@@ -17,8 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from service.analysis.input import ParsedInput, parse_input
@@ -48,11 +49,15 @@ log = logging.getLogger(__name__)
 
 
 class IndexStore(Protocol):
-    """The read side of ``indexer.store.Store`` the engine needs (tests pass an in-memory one)."""
+    """The read side of ``indexer.store.Store`` the engine needs (tests pass an in-memory one).
+
+    Lookups never call it: the engine reads a generation's documents and vectors once and answers from
+    memory; only the generation check, the reload and the status go to the store.
+    """
 
     def documents(self) -> list[Document]: ...
     def get(self, doc_id: str) -> Document | None: ...
-    def query(self, vector: Any, k: int) -> list[tuple[str, float]]: ...
+    def vectors(self) -> tuple[list[str], Any]: ...
     def generation(self) -> str: ...
     def status(self) -> dict[str, Any]: ...
     def close(self) -> None: ...
@@ -64,10 +69,8 @@ CHECK_INTERVAL = 1.0
 """Seconds between two generation checks: the check is cheap, but not free on a Chroma server."""
 STORE_TIMEOUT = 5.0
 """Seconds before a store call made on the request path counts as failed (a hung Chroma server)."""
-SLOW_STORE = 1.0
-"""A dense query that fails after this many seconds means a hung store (a refused one fails at once)."""
 DENSE_DEGRADED_WINDOW = 60.0
-"""How long after a failed dense query /health keeps saying degraded."""
+"""How long after a failed dense leg /health keeps saying degraded."""
 MAX_TOKENS = 64
 """Token ids decoded per input; a pathological log can name thousands."""
 
@@ -76,6 +79,19 @@ BUDGET_WINDOW = 60.0
 """How long after a lookup ran out of its budget /health keeps saying so."""
 
 Lane = Literal["short", "long"]
+
+
+class StoreHealth(StrEnum):
+    """The index store as the engine last saw it; the engine alone decides what each state means.
+
+    ``failing``: the last generation check or status read raised (a stopped server, a broken file);
+    ``hung``: it did not answer within ``store_timeout`` (a paused server), so checks go on in the
+    background instead of on a request. Either way lookups answer from the last loaded generation.
+    """
+
+    OK = "ok"
+    FAILING = "failing"
+    HUNG = "hung"
 
 
 class Budget:
@@ -100,7 +116,7 @@ class Budget:
 
 @dataclass
 class _Snapshot:
-    """What one store generation derives; replaced whole (only the lazy lexical fallback fills in)."""
+    """What one store generation derives (documents, vectors, lexical index, knowledge); replaced whole."""
 
     generation: str
     documents: list[Document]
@@ -109,7 +125,6 @@ class _Snapshot:
     problems: Problems
     index: IndexInfo
     status: dict[str, Any]
-    lexical: Retriever | None = field(default=None)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -162,9 +177,9 @@ class LookupEngine:
         }
         self._over_budget_at: float | None = None
         self._last_check = 0.0
+        self.store_health = StoreHealth.OK
         self._store_error: str | None = None
         self._dense_failed_at: float | None = None
-        self._store_hung = False  # the store stopped answering (timeouts): skip it until a probe succeeds
         self._background_probe: Future[bool] | None = None
         # A small pool for bounded store probes: a hung call occupies a worker, not a request thread.
         self._probe_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="store-probe")
@@ -318,35 +333,22 @@ class LookupEngine:
         return list(budget.skipped)
 
     def _search(self, snap: _Snapshot, parsed: ParsedInput, k: int, repos: Sequence[str] | None) -> RetrievalResult:
-        """Hybrid search; when the store fails under it, the lexical leg alone, marked degraded."""
-        if self._store_hung:
-            # The store did not answer in time: answer now from the lexical leg instead of making
-            # every request wait out a timeout. The next probe that reaches the store clears this.
-            result = self._lexical(snap).search(parsed, top_k=k, repos=repos)
-            return result.model_copy(update={"degraded": True})
-        started = time.monotonic()
+        """Hybrid search; when the dense leg fails, the same search without it, marked degraded.
+
+        The search runs from memory (the generation's vectors are loaded with it), so the store's
+        health does not enter here: only the embedder can fail the dense leg.
+        """
+        from service.retrieval import LegUnavailable
+
         try:
             result = snap.retriever.search(parsed, top_k=k, repos=repos)
-        except Exception as exc:  # the dense leg talks to Chroma: any transport error lands here
-            log.warning("dense search failed (%s); answering from the lexical index", type(exc).__name__)
-            result = self._lexical(snap).search(parsed, top_k=k, repos=repos)
-            result = result.model_copy(update={"degraded": True})
-        if result.degraded:
+        except LegUnavailable as exc:
+            log.warning("%s; answering without the dense leg", exc)
             self._dense_failed_at = time.monotonic()
-            if self._dense_failed_at - started > SLOW_STORE:
-                # A slow failure is a hung server, not a refused connection: stop waiting on it.
-                self._store_hung = True
-        else:
-            self._dense_failed_at = None
+            result = snap.retriever.search(parsed, top_k=k, repos=repos, dense=False)
+            return result.model_copy(update={"degraded": True})
+        self._dense_failed_at = None
         return result
-
-    def _lexical(self, snap: _Snapshot) -> Retriever:
-        from service.retrieval import Retriever
-
-        if snap.lexical is None:
-            # No dense leg at all: the lexical and signature legs over the same documents.
-            snap.lexical = Retriever(snap.documents, None, None, generation=snap.generation)
-        return snap.lexical
 
     def _tokens(self, parsed: ParsedInput) -> list[Any]:
         if self.harmony is None or not parsed.token_ids:
@@ -371,7 +373,7 @@ class LookupEngine:
         """
         if not now and time.monotonic() - self._last_check < self.check_interval:
             return False
-        if not now and self._store_hung:
+        if not now and self.store_health is StoreHealth.HUNG:
             # The store is known to hang: probe it in the background, so requests during the outage
             # answer at once (degraded) instead of each waiting out the probe's deadline.
             self._probe_in_background()
@@ -383,12 +385,10 @@ class LookupEngine:
             try:
                 generation = self._bounded(self.store.generation)
             except Exception as exc:
-                self._store_error = f"{type(exc).__name__}: {str(exc)[:200]}"
-                self._store_hung = isinstance(exc, TimeoutError)
+                self._store_failed(exc)
                 log.warning("index store unreachable: %s", self._store_error)
                 return False
-            self._store_error = None
-            self._store_hung = False
+            self._store_ok()
             if generation == self._snapshot.generation:
                 return False
             self._snapshot = self._load(generation)
@@ -396,11 +396,21 @@ class LookupEngine:
             return True
         except Exception as exc:
             # A failed reload keeps the previous snapshot serving; the next check retries.
-            self._store_error = f"reload failed: {type(exc).__name__}: {str(exc)[:200]}"
+            self._store_failed(exc)
+            self._store_error = f"reload failed: {self._store_error}"
             log.warning("%s", self._store_error)
             return False
         finally:
             self._reload_lock.release()
+
+    def _store_failed(self, exc: BaseException) -> None:
+        """Record a failed store call: hung when it timed out (checks move to the background), else failing."""
+        self._store_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+        self.store_health = StoreHealth.HUNG if isinstance(exc, TimeoutError) else StoreHealth.FAILING
+
+    def _store_ok(self) -> None:
+        self._store_error = None
+        self.store_health = StoreHealth.OK
 
     def _probe_in_background(self) -> None:
         probe = self._background_probe
@@ -452,7 +462,7 @@ class LookupEngine:
     def degraded_reasons(self) -> list[str]:
         """Why answers are currently degraded; empty when all is well."""
         reasons = []
-        if self._store_error:
+        if self.store_health is not StoreHealth.OK:
             reasons.append(f"index store unreachable ({self._store_error}); serving the last loaded index")
         failed = self._dense_failed_at
         if failed is not None and time.monotonic() - failed < DENSE_DEGRADED_WINDOW:
@@ -477,7 +487,7 @@ class LookupEngine:
         try:
             status = self._bounded(self.store.status)
         except Exception as exc:
-            self._store_error = f"{type(exc).__name__}: {str(exc)[:200]}"
+            self._store_failed(exc)
             status = dict(self._snapshot.status)
         return status
 

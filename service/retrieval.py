@@ -121,7 +121,8 @@ class LegHit:
 
 
 class LegUnavailable(Exception):
-    """A leg could not answer (its store is down); the others still do, and the answer says degraded."""
+    """The dense leg could not answer. The retriever only raises it: the engine, which owns the health
+    of the index, decides the fallback (the same search without the dense leg, marked degraded)."""
 
 
 class Leg(Protocol):
@@ -210,10 +211,7 @@ class DenseLeg:
         self._retriever = retriever
 
     def rank(self, parsed: ParsedInput) -> list[LegHit]:
-        found, failed = self._retriever._dense_leg(parsed)
-        if failed:
-            raise LegUnavailable("dense search failed")
-        return [LegHit(i, sim) for i, sim in found]
+        return [LegHit(i, sim) for i, sim in self._retriever._dense_leg(parsed)]
 
     def weight(self, parsed: ParsedInput) -> float:
         c = self._retriever.calibration
@@ -279,10 +277,13 @@ class Retriever:
 
     @classmethod
     def from_store(cls, store: object, embedder: Embedder | None) -> Retriever:
-        """Build from the store's current documents; the store is also the dense leg."""
+        """Build from the store's current documents; their vectors are searched in memory (service/vectors.py)."""
+        from service.vectors import VectorIndex
+
         documents = store.documents()  # type: ignore[attr-defined]
         generation = store.generation()  # type: ignore[attr-defined]
-        return cls(documents, embedder, store, generation=generation)  # type: ignore[arg-type]
+        vectors = VectorIndex.from_store(store)  # type: ignore[arg-type]
+        return cls(documents, embedder, vectors, generation=generation)
 
     @staticmethod
     def _lexical_text(doc: Document) -> str:
@@ -379,39 +380,44 @@ class Retriever:
         order = np.argsort(-scores)[:limit]
         return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
 
-    def _dense_leg(self, parsed: ParsedInput, limit: int = 40) -> tuple[list[tuple[int, float]], bool]:
+    @property
+    def has_dense(self) -> bool:
+        """True when this retriever has a dense leg (an embedder and vectors to search)."""
+        return self.embedder is not None and self.dense is not None
+
+    def _dense_leg(self, parsed: ParsedInput, limit: int = 40) -> list[tuple[int, float]]:
+        """Nearest documents to the query's embedding; any failure is raised as LegUnavailable."""
         if self.embedder is None or self.dense is None:
-            return [], self.dense is None and self.embedder is not None
-        text = parsed.query_text[:400]
+            return []
         try:
-            vector = self.embedder.encode([text])[0]
+            vector = self.embedder.encode([parsed.query_text[:400]])[0]
             found = self.dense.query(vector, limit)
-        except Exception as exc:  # the store may be a remote Chroma server that just went away
-            log.warning("dense search failed, answering from the lexical leg: %s", exc)
-            return [], True
-        return [(self._position[doc_id], sim) for doc_id, sim in found if doc_id in self._position], False
+        except Exception as exc:
+            raise LegUnavailable(f"dense search failed: {type(exc).__name__}: {str(exc)[:200]}") from exc
+        return [(self._position[doc_id], sim) for doc_id, sim in found if doc_id in self._position]
 
     # -- fusion -------------------------------------------------------------------------------------
 
     def search(
-        self, parsed: ParsedInput, *, top_k: int = 5, repos: Sequence[str] | None = None
+        self, parsed: ParsedInput, *, top_k: int = 5, repos: Sequence[str] | None = None, dense: bool = True
     ) -> RetrievalResult:
-        """Rank threads for a parsed input; ``repos`` restricts the threads to those repositories."""
+        """Rank threads for a parsed input; ``repos`` restricts the threads to those repositories.
+
+        ``dense=False`` leaves the dense leg out. A failing dense leg raises LegUnavailable: whether to
+        answer without it is the caller's decision (the engine's, which tracks the index's health).
+        """
         c = self.calibration
         evidence: dict[int, _Evidence] = {}
 
         def ev(index: int) -> _Evidence:
             return evidence.setdefault(index, _Evidence())
 
-        # The dense leg (ONNX model, then the vector store) releases the GIL: it runs beside the two
+        # The dense leg (ONNX model, then a matrix product) releases the GIL: it runs beside the two
         # Python legs instead of after them.
-        dense_job = _DENSE_POOL.submit(self.legs[-1].rank, parsed)
+        dense_job = _DENSE_POOL.submit(self.legs[-1].rank, parsed) if dense and self.has_dense else None
         results: list[tuple[Leg, list[LegHit]]] = [(leg, leg.rank(parsed)) for leg in self.legs[:-1]]
-        degraded = self.dense is None and self.embedder is not None
-        try:
+        if dense_job is not None:
             results.append((self.legs[-1], dense_job.result()))
-        except LegUnavailable:
-            degraded = True
         for leg, found in results:
             weight = leg.weight(parsed)
             top = found[0].score if found else 0.0
@@ -459,7 +465,7 @@ class Retriever:
         hits = self._one_high(hits)
         section_hits = [self._hit(self.documents[i], evidence[i], parsed, components) for i in sections[:3]]
         confident = any(h.confidence == "high" for h in hits)
-        return RetrievalResult(hits=hits, sections=section_hits, confident=confident, degraded=degraded)
+        return RetrievalResult(hits=hits, sections=section_hits, confident=confident)
 
     def _adjustment(
         self, doc: Document, e: _Evidence, parsed: ParsedInput, words: frozenset[str], top_signature: float

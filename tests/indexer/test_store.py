@@ -71,6 +71,28 @@ def test_query_returns_cosine_similarity_best_first(settings: Settings, embedder
     assert [s for _, s in hits] == sorted((s for _, s in hits), reverse=True)
 
 
+def test_vectors_are_every_served_documents_and_search_like_the_store(
+    settings: Settings, embedder: HashingEmbedder
+) -> None:
+    from service.vectors import VectorIndex
+
+    docs = [doc(n, f"thread {n}: token {n} {'mxfp4 kernel' if n % 3 else 'tool call json'}") for n in range(1, 31)]
+    with Store.open(settings, embedder) as store:
+        assert store.vectors()[0] == [] and store.vectors()[1].shape == (0, embedder.dimension)
+        store.upsert(docs)
+        ids, matrix = store.vectors()
+        assert sorted(ids) == sorted(d.id for d in docs) and matrix.shape == (30, embedder.dimension)
+        assert matrix.dtype == np.float32
+        row = ids.index(docs[4].id)
+        assert matrix[row] == pytest.approx(embedder.encode([docs[4].text])[0], abs=1e-6)
+        vector = embedder.encode(["a tool call in json about thread 9"])[0]
+        # The engine's in-memory search finds what the store's own query finds (exact vs. HNSW: the
+        # same on a collection this small), with the same similarities.
+        found = VectorIndex(ids, matrix).query(vector, 30)
+        assert found[0][0] == store.query(vector, k=1)[0][0] == "openai/harmony#9"
+        assert dict(found) == pytest.approx(dict(store.query(vector, k=30)), abs=1e-5)
+
+
 def test_unchanged_documents_are_never_re_embedded(settings: Settings, embedder: HashingEmbedder) -> None:
     docs = [doc(n) for n in range(1, 21)]
     with Store.open(settings, embedder) as store:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
@@ -76,13 +77,15 @@ def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaServer]:
 def serve_live(
     fast_components: FastComponents, runner: RecordingRunner  # noqa: F811
 ) -> Iterator[Callable[..., LiveServer]]:
-    """``serve_live(settings, store=None)``: the fast app under a real uvicorn on 127.0.0.1, ready."""
+    """``serve_live(settings, store=None, embedder=None)``: the fast app under a real uvicorn on 127.0.0.1, ready."""
     from service.app import create_app
 
     servers: list[LiveServer] = []
 
-    def serve(settings: Settings, store: MemoryStore | None = None) -> LiveServer:
-        app = create_app(settings, loader=lambda s, note: fast_components.engine(s, store), runner=runner)
+    def serve(settings: Settings, store: MemoryStore | None = None, embedder: Any = None) -> LiveServer:
+        app = create_app(
+            settings, loader=lambda s, note: fast_components.engine(s, store, embedder), runner=runner
+        )
         server = LiveServer(app).__enter__()
         servers.append(server)
         wait_until(lambda: app.state.runtime.state == "ready", timeout=30)

@@ -3,9 +3,9 @@
 A real `chroma run` process holds an index built by the real indexer; the real app (real Store over
 HTTP, real engine) serves it over real HTTP. The server is then stopped (SIGTERM: connections refused)
 or paused (SIGSTOP: connections accepted, never answered: the case that needs client timeouts). While
-it is away every request must answer within a bounded time: ``/lookup`` from the lexical leg marked
-``degraded: true`` (or a 503 problem+json), ``/health`` degraded. When it is back, on the same port and
-data path, the service recovers without a restart.
+it is away every request must answer within a bounded time: ``/lookup`` with the same full answer (the
+engine holds the loaded generation's documents and vectors in memory), ``/health`` degraded naming the
+store. When it is back, on the same port and data path, the service recovers without a restart.
 """
 
 from __future__ import annotations
@@ -96,20 +96,18 @@ def test_lookups_degrade_within_bounds_and_recover_when_the_server_returns(
 
     _stop(chroma, outage)
     try:
-        for attempt in range(3):  # the first call meets the outage, the later ones the degraded state
+        for attempt in range(3):  # the first call meets the outage, the later ones the known outage
             answer, elapsed = _timed(http.post, "/lookup", json={"error": ERROR})
             assert elapsed < ANSWER_BOUND, f"lookup {attempt} took {elapsed:.1f}s with the server {outage}"
-            if answer.status_code == 200:
-                body = answer.json()
-                assert body["degraded"] is True, body
-                # The lexical leg still answers, and finds what the hybrid search ranked first.
-                assert before.json()["issues"][0]["id"] in {issue["id"] for issue in body["issues"]}
-            else:
-                assert answer.status_code == 503, answer.text
-                assert answer.headers["content-type"].startswith("application/problem+json")
+            assert answer.status_code == 200, answer.text
+            body = answer.json()
+            assert body["degraded"] is False, body
+            assert [i["id"] for i in body["issues"]] == [i["id"] for i in before.json()["issues"]]
+            time.sleep(1.1)  # past the engine's check interval: the next lookup checks the store again
         health, elapsed = _timed(http.get, "/health")
         assert elapsed < ANSWER_BOUND, f"/health took {elapsed:.1f}s with the server {outage}"
         assert health.json()["status"] == "degraded", health.json()
+        assert any("unreachable" in reason for reason in health.json()["reasons"]), health.json()
         status, elapsed = _timed(http.get, "/v1/index/status")
         assert elapsed < ANSWER_BOUND and status.status_code == 200, (elapsed, status.text)
     finally:

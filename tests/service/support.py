@@ -55,15 +55,11 @@ class MemoryStore:
         self._call("get")
         return self._docs.get(doc_id)
 
-    def query(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
-        self._call("query")
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        self._call("vectors")
         ids = list(self._vectors)
-        if not ids:
-            return []
-        matrix = np.stack([self._vectors[i] for i in ids])
-        sims = matrix @ vector
-        order = np.argsort(-sims)[:k]
-        return [(ids[i], float(sims[i])) for i in order]
+        matrix = np.stack([self._vectors[i] for i in ids]) if ids else np.zeros((0, 1), dtype=np.float32)
+        return ids, matrix
 
     def upsert(self, docs: Sequence[Document]) -> None:
         docs = list(docs)
@@ -118,9 +114,11 @@ class FastComponents:
     def store(self) -> MemoryStore:
         return MemoryStore(self.documents, self.embedder)
 
-    def engine(self, settings: Settings, store: MemoryStore | None = None, **kwargs: Any) -> LookupEngine:
+    def engine(
+        self, settings: Settings, store: MemoryStore | None = None, embedder: Any = None, **kwargs: Any
+    ) -> LookupEngine:
         return LookupEngine(
-            settings, embedder=self.embedder, store=store or self.store(), harmony=self.harmony, **kwargs
+            settings, embedder=embedder or self.embedder, store=store or self.store(), harmony=self.harmony, **kwargs
         )
 
 

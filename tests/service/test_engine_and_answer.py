@@ -109,9 +109,12 @@ def test_generation_check_is_rate_limited_and_reloads_on_change(
 def test_unreachable_store_keeps_the_last_index_serving(fast_components: FastComponents, settings: Settings) -> None:
     store = fast_components.store()
     engine = fast_components.engine(settings, store, check_interval=0.0)
+    healthy = engine.lookup("openai_harmony.HarmonyError: unexpected tokens remaining in message header")
     store.down = True
     answer = engine.lookup("openai_harmony.HarmonyError: unexpected tokens remaining in message header")
-    assert answer.degraded and answer.issues
+    # The loaded generation (documents and vectors) is in memory: the answer is the full hybrid one.
+    assert not answer.degraded and answer.issues == healthy.issues
+    assert engine.store_health == "failing"
     assert any("unreachable" in r for r in engine.degraded_reasons())
     store.down = False
     engine.lookup("HarmonyError")
@@ -131,7 +134,39 @@ def test_hung_store_is_bounded(fast_components: FastComponents, settings: Settin
     started = time.monotonic()
     assert engine.reload_if_changed(now=True) is False
     assert time.monotonic() - started < 1.0
+    assert engine.store_health == "hung"
     assert any("did not answer" in r for r in engine.degraded_reasons())
+
+
+class _FailingEmbedder:
+    """The fast embedder until ``broken`` is set; then every query embedding raises."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.broken = False
+
+    def encode(self, texts: Any) -> Any:
+        if self.broken:
+            raise RuntimeError("onnxruntime: bad allocation")
+        return self._inner.encode(texts)
+
+
+def test_a_failing_dense_leg_answers_without_it_marked_degraded(
+    fast_components: FastComponents, settings: Settings
+) -> None:
+    embedder = _FailingEmbedder(fast_components.embedder)
+    engine = fast_components.engine(settings, embedder=embedder)
+    error = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+    assert engine.lookup(error).degraded is False
+    embedder.broken = True
+    answer = engine.lookup(error)
+    assert answer.degraded is True
+    assert answer.issues and any("error signature matches" in why for why in answer.issues[0].why)
+    assert engine.store_health == "ok"  # the store is fine; the dense leg is not
+    assert any("dense search failing" in r for r in engine.degraded_reasons())
+    embedder.broken = False
+    assert engine.lookup(error).degraded is False
+    assert engine.degraded_reasons() == []
 
 
 def test_periodic_resync_runs_and_never_overlaps(settings: Settings, runner: RecordingRunner) -> None:
@@ -176,8 +211,8 @@ def test_a_reference_section_fix_reads_its_cause_and_numbered_fix_steps() -> Non
     assert fix.sources == ["references/known-issues.md#y"]
 
 
-class _CountingStore:
-    """Wraps a MemoryStore and records how many dense queries run at the same time."""
+class _CountingEmbedder:
+    """Wraps the fast embedder and records how many query embeddings run at the same time."""
 
     def __init__(self, inner: Any) -> None:
         self._inner = inner
@@ -188,13 +223,13 @@ class _CountingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def query(self, vector: Any, k: int) -> list[tuple[str, float]]:
+    def encode(self, texts: Any) -> Any:
         with self._lock:
             self.active += 1
             self.peak = max(self.peak, self.active)
         try:
             time.sleep(0.05)
-            return self._inner.query(vector, k)
+            return self._inner.encode(texts)
         finally:
             with self._lock:
                 self.active -= 1
@@ -205,13 +240,13 @@ def test_lookups_beyond_the_concurrency_limit_wait_their_turn(fast_components: F
 
     peaks = {}
     for limit in (1, 3):
-        store = _CountingStore(fast_components.store())
-        engine = fast_components.engine(Settings(lookup_concurrency=limit), store=store)  # type: ignore[arg-type]
+        counting = _CountingEmbedder(fast_components.embedder)
+        engine = fast_components.engine(Settings(lookup_concurrency=limit), embedder=counting)
         with ThreadPoolExecutor(max_workers=6) as pool:
             texts = [f"Unexpected token 20000{i} while expecting" for i in range(6)]
             answers = list(pool.map(engine.lookup, texts))
         assert all(answer.issues for answer in answers)
-        peaks[limit] = store.peak
+        peaks[limit] = counting.peak
     assert peaks[1] == 1
     assert peaks[3] > 1
 

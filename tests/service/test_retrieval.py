@@ -10,7 +10,8 @@ import pytest
 from indexer.documents import Document
 from indexer.sources.cards import card_documents
 from service.analysis.input import parse_input
-from service.retrieval import Retriever
+from service.retrieval import LegUnavailable, Retriever
+from service.vectors import VectorIndex
 
 
 class _BrokenDense:
@@ -73,11 +74,31 @@ def test_scores_are_bounded_and_sorted_by_fusion(retriever: Retriever) -> None:
     assert len({hit.doc.id for hit in result.hits}) == 10
 
 
-def test_a_failing_dense_leg_degrades_to_lexical_answers() -> None:
+def test_a_failing_dense_leg_raises_and_the_search_without_it_still_answers() -> None:
+    # The retriever does not decide the fallback (the engine does, test_engine_and_answer.py): it says
+    # the leg failed, and answers without the leg when asked to.
     retriever = Retriever(card_documents(), _OneHotEmbedder(), _BrokenDense())
-    result = retriever.search(parse_input("Unexpected token 200002 while expecting start token 200006"))
-    assert result.degraded
+    parsed = parse_input("Unexpected token 200002 while expecting start token 200006")
+    with pytest.raises(LegUnavailable, match="ConnectionError: chroma server went away"):
+        retriever.search(parsed)
+    result = retriever.search(parsed, dense=False)
     assert result.hits and "200002" in " ".join(result.hits[0].doc.error_signatures)
+
+
+def test_the_in_memory_vector_index_ranks_by_cosine_like_the_store() -> None:
+    rng = np.random.default_rng(7)
+    matrix = rng.normal(size=(50, 8)).astype(np.float32)
+    ids = [f"doc{i}" for i in range(50)]
+    index = VectorIndex(ids, matrix * 3.0)  # unnormalised rows: cosine, not the dot product
+    query = rng.normal(size=8).astype(np.float32)
+    expected = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)) @ (query / np.linalg.norm(query))
+    found = index.query(query, 5)
+    assert [doc_id for doc_id, _ in found] == [ids[i] for i in np.argsort(-expected)[:5]]
+    assert [sim for _, sim in found] == pytest.approx(sorted(expected, reverse=True)[:5], abs=1e-5)
+    assert len(index.query(query, 500)) == 50 and index.query(query, 0) == []
+    assert VectorIndex([], np.zeros((0, 8), dtype=np.float32)).query(query, 5) == []
+    with pytest.raises(ValueError):
+        VectorIndex(ids[:3], matrix)
 
 
 def test_sections_pass_their_score_to_the_threads_they_cite() -> None:
