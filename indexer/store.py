@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,10 @@ ACTIVE = "active"
 LAST_RUN = "last_run"
 CHUNK = 256
 EMBED_CHUNK = 64
+SELF_CHECK = 8
+"""Stored vectors a writer looks up again when it opens the store: each must find its own document."""
+SELF_MATCH = 0.99
+"""The similarity a stored vector must have to its own record (it is the same vector: 1.0 but for rounding)."""
 Progress = Callable[[int], None]
 
 
@@ -178,12 +183,19 @@ class Store:
                 )
                 move_aside(settings)
             try:
-                return load()
+                store = load()
             except StoreError:
                 if not reset_if_corrupt or settings.chroma_url:
                     raise
                 move_aside(settings)
-                return load()
+                store = load()
+            if not read_only and not reset_if_corrupt:  # a full rebuild replaces the vectors anyway
+                try:
+                    store._heal()
+                except BaseException:
+                    store.close()
+                    raise
+            return store
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -213,16 +225,83 @@ class Store:
             self._active = str(active["collection"])
             self._generation = str(active["generation"])
             self._collection(self._active).count()  # fails when the data collection is missing/corrupt
-            state = self._state(self._active)
-            if not self.read_only and state.get("dirty"):
-                # A writer died between writing documents and bumping the generation: bump it now so
-                # replicas rebuild their lexical index from what is actually stored.
-                self._bump(self._active)
         except (StoreError, StoreLocked):
             raise
         except Exception as exc:
             raise StoreError(f"the index at {self.location} cannot be read ({short_error(exc)}); {FIX}") from exc
         self._target = self._active
+
+    def _heal(self) -> None:
+        """Repair the serving collection when a writer died mid-write or its vectors fail the self-check.
+
+        A killed run leaves the dirty marker (set before the first write, cleared when the generation is
+        published); its documents are all stored, but its vectors cannot be trusted (issue 16: dense search
+        degraded while every document was there). The repair re-embeds every document into a fresh
+        collection and swaps it in, so "a killed run loses nothing" holds for the vectors too.
+        """
+        if self._active is None:
+            return
+        if self._state(self._active).get("dirty"):
+            self.repair("a run stopped mid-write (killed?)")
+            return
+        problem = self.vector_problem()
+        if problem is not None:
+            self.repair(problem)
+
+    def vector_problem(self, sample: int = SELF_CHECK) -> str | None:
+        """Why dense search over the served collection is damaged, from sampled stored vectors; None when sound.
+
+        Each sampled document's stored vector is looked up and must come back as its own nearest
+        neighbour (or an identical twin's): a vector index that lost or scrambled entries fails this
+        while every document is still readable. Costs ``sample`` queries and no embedding.
+        """
+        if self._active is None:
+            return None
+        try:
+            col = self._collection(self._active)
+            ids = col.get(include=[])["ids"]
+            if not ids:
+                return None
+            picked = random.sample(ids, min(sample, len(ids)))
+            got = col.get(ids=picked, include=["embeddings"])
+            missed = []
+            for doc_id, vector in zip(got["ids"], got["embeddings"], strict=False):
+                # Its own record, or a twin with the same text (repeated threads exist), at similarity ~1.
+                hits = self.query(np.asarray(vector), 1)
+                if not hits or hits[0][1] < SELF_MATCH:
+                    missed.append(doc_id)
+            missing = sorted(set(picked) - set(got["ids"]))
+        except StoreError as exc:
+            return f"the vector self-check failed ({exc})"
+        except Exception as exc:
+            return f"the vector self-check failed ({short_error(exc)})"
+        missed += missing
+        if not missed:
+            return None
+        return (
+            f"{len(missed)} of {len(picked)} sampled documents are not found by their own stored vector "
+            f"(e.g. {missed[0]})"
+        )
+
+    def repair(self, reason: str) -> None:
+        """Re-embed every served document into a fresh collection and swap it in (the rebuild's swap).
+
+        Documents, watermarks and times are kept: only the vectors are made again. A repair that dies in
+        turn leaves the damaged collection serving, still marked, and the next writer repairs it.
+        """
+        old = str(self._active)
+        state = self._state(old)
+        docs = self.documents()
+        log.warning("the index at %s needs repair: %s; re-embedding its %d documents", self.location, reason, len(docs))
+        kept = {key: state.get(key) or "" for key in ("watermarks", "github_synced_at")}
+        with self.rebuild():
+            target = self._writable_target()
+            self._write_meta({f"state:{target}": self._state(target) | kept})
+            self._apply(docs, progress=None)
+        if state.get("built_at"):  # the documents date from the killed run's build, not from now
+            name = str(self._active)
+            self._write_meta({f"state:{name}": self._state(name) | {"built_at": state["built_at"]}})
+        log.warning("repaired the index at %s (%d documents re-embedded)", self.location, len(docs))
 
     def close(self) -> None:
         """Release the writer lease or the data dir lock (the Chroma client itself needs no closing)."""

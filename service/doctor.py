@@ -256,6 +256,7 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
         if documents == 0:
             return [Check("index", "fail", "the index is empty", fix=rebuild)]
         ids = {doc.id for doc in store.documents()}
+        vectors = _check_vectors(store, status)
     finally:
         store.close()
     built_at = parse_time(status.get("built_at"))
@@ -269,6 +270,8 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
         )
     ]
 
+    if vectors is not None:
+        checks.append(vectors)
     indexed_with = str(status.get("embedder") or "")
     family = ctx.embedder.name.split("/", 1)[0]
     if indexed_with and indexed_with.split("/", 1)[0] != family:
@@ -328,6 +331,18 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
     return checks
 
 
+def _check_vectors(store: Any, status: dict[str, Any]) -> Check | None:
+    """A run killed mid-write (the dirty marker) or stored vectors that no longer find themselves."""
+    repair = "run `gptoss-doctor index` (it re-embeds the stored documents into a fresh collection and swaps it in)"
+    if status.get("dirty"):
+        detail = "a run stopped mid-write (killed?): dense search may miss documents until it is repaired"
+        return Check("index vectors", "fail", detail, fix=repair)
+    problem = store.vector_problem()
+    if problem is not None:
+        return Check("index vectors", "fail", f"dense search is damaged: {problem}", fix=repair)
+    return None
+
+
 def check_docs(settings: Settings) -> Check:
     """The reference docs (indexed, and served as MCP resources) are where the settings say."""
     folder = settings.docs_dir / "reference"
@@ -372,7 +387,8 @@ def run_checks(
     checks.append(check_chroma(settings, ctx))
     index_checks = check_index(settings, ctx, now=now)
     bad = {c.name for c in index_checks if c.status in ("fail", "warn")}
-    if fix and bad & {"index", "index embedder", "index freshness"} and ctx.chroma_ok and ctx.embedder is not None:
+    repairable = {"index", "index embedder", "index freshness", "index vectors"}
+    if fix and bad & repairable and ctx.chroma_ok and ctx.embedder is not None:
         full = "index embedder" in bad or any("--full" in (c.fix or "") for c in index_checks)
         checks.append(_build(settings, ctx.embedder, full=full))
         index_checks = check_index(settings, ctx, now=now)

@@ -429,6 +429,9 @@ class LookupEngine:
         retriever = Retriever.from_store(self.store, self.embedder)
         documents = retriever.documents
         status = self.store.status()
+        check = getattr(self.store, "vector_problem", None)  # the real store's sampled self-check
+        if check is not None:
+            status["vector_problem"] = check()
         return _Snapshot(
             generation=generation,
             documents=documents,
@@ -470,7 +473,12 @@ class LookupEngine:
         if self._snapshot.status.get("dirty"):
             reasons.append(
                 "the index was left mid-write by a run that did not finish (killed?): dense search may miss "
-                "documents until `gptoss-doctor index --full` rebuilds it"
+                "documents until the next `gptoss-doctor index` run repairs it (it re-embeds what is stored)"
+            )
+        if self._snapshot.status.get("vector_problem"):
+            reasons.append(
+                f"dense search is damaged: {self._snapshot.status['vector_problem']}; the next "
+                "`gptoss-doctor index` run repairs it"
             )
         over = self._over_budget_at
         if over is not None and time.monotonic() - over < BUDGET_WINDOW:

@@ -1,0 +1,132 @@
+"""A run killed mid-write loses nothing, vectors included (issue 16, finding 4).
+
+A real ``build_index`` in a child process is SIGKILLed while it writes (the store's dirty marker set,
+part of the documents stored). The red-team run saw what such a kill can leave: every document readable
+while dense search was damaged. Here the vectors of the stored documents are scrambled the same way
+(documents and their content hashes untouched, so an incremental run sees nothing to re-embed) before
+the next run. Until a writer repairs it, the engine's /health reasons and ``doctor`` say so; the next
+plain ``gptoss-doctor index`` run repairs it, and then every document finds itself by its own text.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from indexer.build import build_index
+from indexer.store import Store
+from service.config import Settings
+from tests.fakes import HashingEmbedder
+
+CHILD = Path(__file__).with_name("index_kill_child.py")
+
+
+def _killed_run(data_dir: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPTOSS_DOCTOR_")}
+    env["GPTOSS_DOCTOR_DATA_DIR"] = str(data_dir)
+    child = subprocess.Popen([sys.executable, str(CHILD)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().strip()
+        assert line == "writing", f"the child never reached its writes (said {line!r})"
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == -signal.SIGKILL
+
+
+def _scramble_vectors(settings: Settings) -> int:
+    """What the killed run left in the red-team pass: the documents intact, their vectors not."""
+    with Store.open(settings, HashingEmbedder(), read_only=True) as store:
+        status = store.status()
+        collection = status["generation"].split(":", 1)[0]
+        col = store._collection(collection)
+        got = col.get(include=["documents", "metadatas"])
+        rng = np.random.default_rng(16)
+        noise = rng.normal(size=(len(got["ids"]), HashingEmbedder().dimension)).astype(np.float32)
+        col.upsert(ids=got["ids"], embeddings=noise, documents=got["documents"], metadatas=got["metadatas"])
+        return len(got["ids"])
+
+
+def _not_found_by_their_text(settings: Settings) -> list[str]:
+    embedder = HashingEmbedder()
+    with Store.open(settings, embedder, read_only=True) as store:
+        docs = store.documents()
+        vectors = embedder.encode([d.text for d in docs])
+        return [
+            d.id
+            for d, vector in zip(docs, vectors, strict=True)
+            if not any(score >= 0.99 for _, score in store.query(vector, 3))
+        ]
+
+
+def test_a_run_killed_mid_write_is_reported_then_repaired_by_the_next_run(tmp_path: Path) -> None:
+    from service.doctor import _Context, check_index
+    from service.engine import LookupEngine
+
+    settings = Settings(data_dir=tmp_path / "data")
+    _killed_run(settings.data_dir)
+    with Store.open(settings, HashingEmbedder(), read_only=True) as store:
+        assert store.status()["dirty"] is True
+        stored = store.count()
+    assert stored > 0
+    assert _scramble_vectors(settings) == stored
+    assert _not_found_by_their_text(settings)  # the damage is real
+
+    engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
+    try:
+        assert any("mid-write" in reason and "gptoss-doctor index" in reason for reason in engine.degraded_reasons())
+    finally:
+        engine.close()
+    ctx = _Context()
+    ctx.embedder = HashingEmbedder()
+    vectors = [c for c in check_index(settings, ctx) if c.name == "index vectors"]
+    assert vectors and vectors[0].status == "fail" and "gptoss-doctor index" in (vectors[0].fix or "")
+
+    summary = build_index(settings, embedder=HashingEmbedder(), github=False, progress=False)
+    assert summary.documents > stored  # the run completed what the killed one had not written
+    assert _not_found_by_their_text(settings) == []
+    with Store.open(settings, HashingEmbedder(), read_only=True) as store:
+        assert store.status()["dirty"] is False
+        assert store.vector_problem() is None
+    engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
+    try:
+        assert engine.degraded_reasons() == []
+    finally:
+        engine.close()
+    assert not [c for c in check_index(settings, ctx) if c.status == "fail"]
+
+
+def test_a_repair_keeps_the_watermarks_and_the_documents(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    settings = Settings(data_dir=tmp_path / "data")
+    build_index(settings, embedder=HashingEmbedder(), github=False, progress=False)
+    mark = datetime(2026, 1, 2, tzinfo=UTC)
+    with Store.open(settings, HashingEmbedder()) as store:
+        store.commit_batch([], {"openai/harmony": mark})
+        before = {d.id: d for d in store.documents()}
+        generation = store.generation()
+        store._mark_dirty(store._writable_target())  # a writer killed between its writes and publishing
+    with Store.open(settings, HashingEmbedder()) as store:  # the next writer repairs on opening
+        assert store.generation() != generation
+        assert store.status()["dirty"] is False
+        assert store.watermark("openai/harmony") == mark
+        assert {d.id: d for d in store.documents()} == before
+
+
+def test_a_reader_never_repairs(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "data")
+    build_index(settings, embedder=HashingEmbedder(), github=False, progress=False)
+    with Store.open(settings, HashingEmbedder()) as store:
+        store._mark_dirty(store._writable_target())
+        generation = store.generation()
+    with Store.open(settings, HashingEmbedder(), read_only=True) as store:
+        assert store.generation() == generation and store.status()["dirty"] is True
