@@ -249,6 +249,11 @@ class LookupEngine:
             named = snap.retriever.engines.named_client(text)
             if named is not None:
                 parsed = parsed.model_copy(update={"client": named})
+        if not parsed.engines:
+            # Serving engines the index knows beyond the engine table (exo, gpustack, ...), by name.
+            server = snap.retriever.engines.named_server(text)
+            if server is not None:
+                parsed = parsed.model_copy(update={"engines": [server]})
         if budget.allows("search"):
             result = self._search(snap, parsed, top_k, repos)
         else:

@@ -133,6 +133,31 @@ def _named_in(repo: str, table: Sequence[tuple[str, re.Pattern[str]]]) -> list[s
     return [name for _, name in sorted(found, reverse=True)]
 
 
+def _own_servers(documents: Sequence[Document], threads: Counter[str], taken: set[str]) -> dict[str, str]:
+    """Repository -> engine name for servers the engine table does not name, from the data alone.
+
+    A repository counts when most of its threads, and at least two, are failures of a server other than
+    the reference engine (``error_source`` other-server), and its name is distinctive: the data uses the
+    word mostly in that repository's own threads (``exo`` is; ``inference`` or ``transformers`` is not).
+    """
+    own = Counter(doc.repo for doc in documents if doc.repo and doc.error_source == "other-server")
+    names = {
+        repo: repo.split("/", 1)[1].lower()
+        for repo, n in own.items()
+        if n >= 2 and n * 2 > threads[repo] and repo not in taken and len(repo.split("/", 1)[1]) >= 3
+    }
+    wanted = set(names.values())
+    inside: Counter[str] = Counter()
+    outside: Counter[str] = Counter()
+    for doc in documents:
+        if doc.repo is None:
+            continue  # our own docs cite threads by their repository's name: no evidence of usage
+        words = set(_APP_WORD.findall(f"{doc.title}\n{doc.text[:4000]}".lower())) & wanted
+        for word in words:
+            (inside if names.get(doc.repo or "") == word else outside)[word] += 1
+    return {repo: name for repo, name in names.items() if outside[name] <= inside[name] // 2}
+
+
 @dataclass(frozen=True)
 class ThreadEngines:
     """Engine, client and canonical-ness of every thread of one index generation (computed once)."""
@@ -151,6 +176,9 @@ class ThreadEngines:
     """The engine most threads are about: what an input that names none most likely runs."""
     client_names: frozenset[str] = frozenset()
     """Names of repositories whose threads are mostly client-side: client applications, from the data."""
+    server_names: frozenset[str] = frozenset()
+    """Names of the other serving engines the data knows (exo, gpustack, ...), beyond the named ones:
+    repositories whose threads are mostly about their own server and whose name the data uses for it."""
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document]) -> ThreadEngines:
@@ -191,6 +219,12 @@ class ThreadEngines:
         for doc in documents:
             if doc.repo in apps and doc.id not in client:
                 client[doc.id] = apps[doc.repo]
+        servers = _own_servers(documents, threads, set(repo_engine) | set(apps))
+        for doc in documents:
+            if doc.repo in servers and doc.id not in engine:
+                engine[doc.id] = servers[doc.repo]
+                per_repo.setdefault(servers[doc.repo], Counter())[doc.repo] += 1
+        repo_engine.update(servers)
         canonical = {name: repos.most_common(1)[0][0] for name, repos in per_repo.items()}
         # A fork or platform carries the upstream's own name (tenstorrent/vllm, vllm-ascend, worker-vllm);
         # independent servers of one family (several MLX servers) do not.
@@ -211,7 +245,15 @@ class ThreadEngines:
             platforms=platforms,
             default_engine=default,
             client_names=frozenset(apps.values()),
+            server_names=frozenset(servers.values()),
         )
+
+    def named_server(self, text: str) -> str | None:
+        """A serving engine of the data (not one of :data:`ENGINES`) that the input names by its name."""
+        if not self.server_names:
+            return None
+        found = sorted(set(_APP_WORD.findall(_window(text).lower())) & self.server_names)
+        return found[0] if found else None
 
     def named_client(self, text: str) -> str | None:
         """A client application of the index that the input names by its repository's name."""

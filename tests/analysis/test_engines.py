@@ -61,3 +61,24 @@ def test_client_applications_come_from_the_repositories_of_client_side_threads()
     assert not engines.client_names & {"vllm", "ollama", "sglang"}
     assert engines.named_client("LibreChat shows no reasoning from my vLLM endpoint") == "librechat"
     assert engines.named_client("nothing named here") is None
+
+
+def test_other_servers_come_from_the_data_when_their_name_is_distinctive() -> None:
+    engines = ThreadEngines.from_documents(card_documents())
+    assert {"exo", "gpustack"} <= engines.server_names
+    # Words the data uses for other things, or a repository with a single thread, are not engines.
+    assert not engines.server_names & {"transformers", "flashinfer", "continue", "inference"}
+    assert engines.canonical["exo"] == "exo-explore/exo"
+    assert engines.named_server("running gpt-oss-120b across two Macs with exo") == "exo"
+    assert engines.named_server("nothing named here") is None
+
+
+def test_a_synced_server_repository_becomes_an_engine() -> None:
+    docs = [
+        _doc("acme/zapserve", n, "zapserve crashes on gpt-oss").model_copy(update={"error_source": "other-server"})
+        for n in (1, 2)
+    ]
+    docs.append(_doc("vllm-project/vllm", 7, "[Bug] crash"))
+    engines = ThreadEngines.from_documents(docs)
+    assert engines.server_names == frozenset({"zapserve"})
+    assert engines.engine["acme/zapserve#1"] == "zapserve"
