@@ -47,6 +47,8 @@ SELF_CHECK = 8
 """Stored vectors a writer looks up again when it opens the store: each must find its own document."""
 SELF_MATCH = 0.99
 """The similarity a stored vector must have to its own record (it is the same vector: 1.0 but for rounding)."""
+TEXT_MATCH = 0.95
+"""The cosine a stored vector must have to its text embedded again (ONNX int8 and torch agree to >= 0.99)."""
 Progress = Callable[[int], None]
 
 
@@ -249,11 +251,12 @@ class Store:
             self.repair(problem)
 
     def vector_problem(self, sample: int = SELF_CHECK) -> str | None:
-        """Why dense search over the served collection is damaged, from sampled stored vectors; None when sound.
+        """Why dense search over the served collection is damaged, from sampled documents; None when sound.
 
-        Each sampled document's stored vector is looked up and must come back as its own nearest
-        neighbour (or an identical twin's): a vector index that lost or scrambled entries fails this
-        while every document is still readable. Costs ``sample`` queries and no embedding.
+        Each sampled document's stored vector must come back as its own nearest neighbour (or an
+        identical twin's) and must match its text embedded again: a vector index that lost entries, or
+        vectors that no longer belong to their documents, fail this while every document is still
+        readable. Costs ``sample`` queries and one small embedding batch.
         """
         if self._active is None:
             return None
@@ -263,25 +266,38 @@ class Store:
             if not ids:
                 return None
             picked = random.sample(ids, min(sample, len(ids)))
-            got = col.get(ids=picked, include=["embeddings"])
-            missed = []
-            for doc_id, vector in zip(got["ids"], got["embeddings"], strict=False):
-                # Its own record, or a twin with the same text (repeated threads exist), at similarity ~1.
-                hits = self.query(np.asarray(vector), 1)
+            got = col.get(ids=picked, include=["embeddings", "documents"])
+            stored = np.asarray(got["embeddings"], dtype=np.float32).reshape(len(got["ids"]), -1)
+            lost = sorted(set(picked) - set(got["ids"]))
+            for doc_id, vector in zip(got["ids"], stored, strict=True):
+                hits = self.query(vector, 1)
                 if not hits or hits[0][1] < SELF_MATCH:
-                    missed.append(doc_id)
-            missing = sorted(set(picked) - set(got["ids"]))
+                    lost.append(doc_id)
+            stale = []
+            if self._embedded_by_this_model() and got["ids"]:
+                texts = [Document.model_validate_json(text).text for text in got["documents"] or []]
+                fresh = self.embedder.encode(texts)
+                for doc_id, old, new in zip(got["ids"], stored, fresh, strict=True):
+                    cosine = float(old @ new) / max(float(np.linalg.norm(old) * np.linalg.norm(new)), 1e-12)
+                    if cosine < TEXT_MATCH:
+                        stale.append(doc_id)
         except StoreError as exc:
             return f"the vector self-check failed ({exc})"
         except Exception as exc:
             return f"the vector self-check failed ({short_error(exc)})"
-        missed += missing
-        if not missed:
-            return None
-        return (
-            f"{len(missed)} of {len(picked)} sampled documents are not found by their own stored vector "
-            f"(e.g. {missed[0]})"
-        )
+        problems = []
+        if lost:
+            problems.append(f"{len(lost)} of {len(picked)} sampled documents are not found by their own vector")
+        if stale:
+            problems.append(f"{len(stale)} of {len(picked)} sampled vectors do not match their document's text")
+        return f"{'; '.join(problems)} (e.g. {(lost or stale)[0]})" if problems else None
+
+    def _embedded_by_this_model(self) -> bool:
+        """True when the served vectors come from this embedder's model family and dimension."""
+        state = self._state(str(self._active))
+        family = str(state.get("embedder") or "").split("/", 1)[0]
+        same_dimension = int(state.get("dimension") or 0) == self.embedder.dimension
+        return family == self.embedder.name.split("/", 1)[0] and same_dimension
 
     def repair(self, reason: str) -> None:
         """Re-embed every served document into a fresh collection and swap it in (the rebuild's swap).

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from indexer.build import build_index
 from indexer.errors import StoreLocked
 from indexer.sources.cards import bundled_cards
-from indexer.store import Store
+from indexer.store import SELF_CHECK, Store
 from service.cli import main
 from service.config import Settings
 from tests.fakes import HashingEmbedder, store_held_by_another_process
@@ -36,7 +36,8 @@ def test_first_build_indexes_docs_and_cards_then_skips_unchanged(
 
     second = build_index(settings, embedder=embedder, progress=False)
     assert (second.issues_new, second.issues_updated, second.issues_unchanged) == (0, 0, CARDS)
-    assert second.embedded == 0 and embedder.texts == CARDS + SECTIONS
+    # Nothing re-embedded; the writer's vector self-check embeds its small sample again (indexer/store.py).
+    assert second.embedded == 0 and embedder.texts == CARDS + SECTIONS + SELF_CHECK
     assert second.generation == first.generation
 
     with Store.open(settings, embedder, read_only=True) as store:
@@ -56,7 +57,7 @@ def test_changed_and_removed_doc_sections_are_updated_and_dropped(
     write_docs(docs_dir, reference=edited)
     summary = build_index(settings, embedder=embedder, progress=False)
     assert summary.removed == 1  # the old "unexpected-token-200002" anchor
-    assert summary.embedded == embedder.texts - before == 2  # the renamed and the edited section
+    assert summary.embedded == embedder.texts - before - SELF_CHECK == 2  # the renamed and the edited section
     assert summary.issues_unchanged == CARDS
     with Store.open(settings, embedder, read_only=True) as store:
         ids = {d.id for d in store.documents() if d.kind == "reference-section"}
@@ -206,7 +207,7 @@ def test_index_github_syncs_after_the_docs_and_reports_requests(
         fake.reset_log()
         texts = embedder.texts
         idle = build_index(synced, embedder=embedder, github=True, progress=False)
-        assert idle.embedded == 0 and embedder.texts == texts
+        assert idle.embedded == 0 and embedder.texts == texts + SELF_CHECK  # the writer's vector self-check
         assert idle.github_requests == fake.request_count() <= 10
         # A docs-only run does not undo the GitHub merge of those cards.
         docs_only = build_index(synced, embedder=embedder, progress=False)

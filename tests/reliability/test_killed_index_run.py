@@ -130,3 +130,30 @@ def test_a_reader_never_repairs(tmp_path: Path) -> None:
         generation = store.generation()
     with Store.open(settings, HashingEmbedder(), read_only=True) as store:
         assert store.generation() == generation and store.status()["dirty"] is True
+
+
+def test_vectors_that_no_longer_match_their_text_are_found_and_repaired_without_a_marker(tmp_path: Path) -> None:
+    # The damage can outlive the marker (a run that resumed over it, or a copy of a damaged store):
+    # the sampled self-check finds it, /health says so, and the next writer run repairs it.
+    from service.engine import LookupEngine
+
+    settings = Settings(data_dir=tmp_path / "data")
+    build_index(settings, embedder=HashingEmbedder(), github=False, progress=False)
+    _scramble_vectors(settings)
+    with Store.open(settings, HashingEmbedder(), read_only=True) as store:
+        assert store.status()["dirty"] is False
+        assert "do not match their document's text" in (store.vector_problem() or "")
+    engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
+    try:
+        assert any("dense search is damaged" in reason for reason in engine.degraded_reasons())
+    finally:
+        engine.close()
+
+    summary = build_index(settings, embedder=HashingEmbedder(), github=False, progress=False)
+    assert summary.embedded == 0  # nothing changed in the documents: the repair made the vectors
+    assert _not_found_by_their_text(settings) == []
+    engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
+    try:
+        assert engine.degraded_reasons() == []
+    finally:
+        engine.close()
