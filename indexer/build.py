@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from indexer.diskspace import disk_full_errors
 from indexer.documents import Document
 from indexer.embedding import Embedder, load_embedder
 from indexer.sources.cards import card_documents
@@ -151,7 +152,10 @@ def build_index(
     cards = card_documents()
     summary.sections, summary.cards = len(sections), len(cards)
     own_store = store is None
-    with reporter.running():
+    # A full disk surfaces as whatever write hit it first (often chromadb's compaction error): one
+    # message names it instead (the embedded store's disk; a Chroma server's disk is the server's).
+    disk: AbstractContextManager[None] = nullcontext() if settings.chroma_url else disk_full_errors(settings.data_dir)
+    with reporter.running(), disk:
         if embedder is None:
             reporter.step("loading the embedding model")
             embedder = load_embedder(settings, corpus=_check_corpus(sections, cards))

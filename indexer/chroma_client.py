@@ -8,6 +8,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
 from indexer.errors import StoreError
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ def make_client(settings: Settings) -> Any:
         settings.chroma_dir.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
     except Exception as exc:
+        if is_disk_full(exc, settings.data_dir):
+            raise disk_full(settings.data_dir, OPEN_FAILED) from exc
         raise StoreError(f"the index at {settings.chroma_dir} cannot be opened ({short_error(exc)}); {FIX}") from exc
 
 

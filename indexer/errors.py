@@ -15,6 +15,10 @@ class StoreError(IndexerError):
     """The Chroma store is unreachable, corrupt or inconsistent."""
 
 
+class DiskFull(StoreError):
+    """A write found no space on the disk holding the data dir (the message names it and the free space)."""
+
+
 class StoreLocked(IndexerError):
     """Another process holds the embedded store's write lock."""
 

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from indexer.chroma_client import FIX, make_client, move_aside, short_error
+from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
 from indexer.documents import Document
 from indexer.embedding import Embedder
-from indexer.errors import StoreError, StoreLocked
+from indexer.errors import DiskFull, StoreError, StoreLocked
 from indexer.lease import WriterLease
 from indexer.lock import DataDirLock
 
@@ -186,9 +187,9 @@ class Store:
                 move_aside(settings)
             try:
                 store = load()
-            except StoreError:
-                if not reset_if_corrupt or settings.chroma_url:
-                    raise
+            except StoreError as exc:
+                if not reset_if_corrupt or settings.chroma_url or isinstance(exc, DiskFull):
+                    raise  # a full disk is no corruption: moving the index aside would stop it serving
                 move_aside(settings)
                 store = load()
             if not read_only and not reset_if_corrupt:  # a full rebuild replaces the vectors anyway
@@ -230,6 +231,8 @@ class Store:
         except (StoreError, StoreLocked):
             raise
         except Exception as exc:
+            if not self.settings.chroma_url and is_disk_full(exc, self.settings.data_dir):
+                raise disk_full(self.settings.data_dir, OPEN_FAILED) from exc
             raise StoreError(f"the index at {self.location} cannot be read ({short_error(exc)}); {FIX}") from exc
         self._target = self._active
 

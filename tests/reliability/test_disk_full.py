@@ -1,0 +1,147 @@
+"""A full disk: one message naming the data dir and its free space, and the last index keeps serving.
+
+Issue 16, finding 9: a full disk ended a run in a long traceback about chromadb's compaction that said
+nothing about space, and while the disk was full the last committed index was not served. A full
+disk cannot be made here without root, so the fault is injected at the store's write seam
+(``Store._write``, every document write goes through it) in the forms it takes for real: sqlite's
+``database or disk is full``, an ``ENOSPC`` OSError under chromadb's compaction error, and the
+compaction error alone while the data dir's disk has almost nothing free.
+"""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.config import Settings
+from tests.fakes import HashingEmbedder
+from tests.reliability.conftest import wait_until
+from tests.reliability.test_corrupt_data_dir import ERROR, built_base, cli, damaged_copy  # noqa: F401
+
+COMPACTION = "Error in compaction: Failed to apply logs to the metadata segment"
+LOW = 10 * 1024 * 1024
+
+
+def _sqlite_full() -> BaseException:
+    return sqlite3.OperationalError("database or disk is full")
+
+
+def _enospc_under_compaction() -> BaseException:
+    try:
+        raise OSError(errno.ENOSPC, "No space left on device")
+    except OSError as cause:
+        try:
+            raise RuntimeError(COMPACTION) from cause
+        except RuntimeError as exc:
+            return exc
+
+
+def _compaction_alone() -> BaseException:
+    return RuntimeError(COMPACTION)
+
+
+FAULTS: dict[str, Callable[[], BaseException]] = {
+    "sqlite database or disk is full": _sqlite_full,
+    "ENOSPC under a compaction error": _enospc_under_compaction,
+    "compaction error on a disk with 10 MB free": _compaction_alone,
+}
+
+
+@pytest.fixture(autouse=True)
+def _fake_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import indexer.build
+    import indexer.embedding
+
+    def fake(settings: Settings, **_: object) -> HashingEmbedder:
+        return HashingEmbedder()
+
+    monkeypatch.setattr(indexer.embedding, "load_embedder", fake)
+    monkeypatch.setattr(indexer.build, "load_embedder", fake)
+
+
+def _fill_disk(monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
+    """Every document write fails as ``fault``; the compaction-only fault also reports a nearly full disk."""
+    import indexer.diskspace
+    from indexer.store import Store
+
+    def write(*_: object, **__: object) -> None:
+        raise FAULTS[fault]()
+
+    monkeypatch.setattr(Store, "_write", staticmethod(write))
+    if fault.endswith("10 MB free"):
+        monkeypatch.setattr(indexer.diskspace, "free_bytes", lambda path: LOW)
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_index_says_the_disk_is_full_in_one_line_and_lookups_keep_working(
+    fault: str,
+    built_base: Path,  # noqa: F811 (the fixture imported above)
+    _hermetic_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    damaged_copy(built_base, _hermetic_env, lambda data_dir: None)
+    code, before, _ = cli("lookup", "--json", ERROR)
+    assert code == 0, before
+    with monkeypatch.context() as full:
+        _fill_disk(full, fault)
+        code, output, exc = cli("index", "--full")
+    assert code == 1 and isinstance(exc, SystemExit), output
+    message = output.strip().splitlines()[-1]
+    assert "is full" in message and str(_hermetic_env) in message and " free" in message, output
+    assert "Traceback" not in output and "compaction" not in message.lower(), output
+    if fault.endswith("10 MB free"):
+        assert "10.0 MB free" in message
+    # The last committed index serves on, the same as before the failed run.
+    code, after, _ = cli("lookup", "--json", ERROR)
+    assert code == 0 and after == before
+
+
+def test_a_full_disk_is_not_taken_for_corruption_by_a_full_rebuild(
+    built_base: Path,  # noqa: F811 (the fixture imported above)
+    _hermetic_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `index --full` moves an unreadable index aside; one that only could not be written must stay put.
+    from indexer.store import Store
+
+    damaged_copy(built_base, _hermetic_env, lambda data_dir: None)
+    with monkeypatch.context() as full:
+
+        def load(self: Store) -> None:
+            raise _sqlite_full()
+
+        full.setattr(Store, "_load", load)
+        code, output, _ = cli("index", "--full")
+    assert code == 1 and "is full" in output, output
+    assert not list(_hermetic_env.glob("chroma.corrupt-*")), "the index was moved aside"
+    assert cli("lookup", "--json", ERROR)[0] == 0
+
+
+def test_the_service_keeps_serving_the_last_index_while_a_run_hits_a_full_disk(
+    built_base: Path,  # noqa: F811 (the fixture imported above)
+    _hermetic_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from service.app import create_app
+
+    damaged_copy(built_base, _hermetic_env, lambda data_dir: None)
+    app = create_app(Settings(data_dir=_hermetic_env))  # the real loader and runner, with the fake model
+    with TestClient(app, raise_server_exceptions=False) as client:
+        wait_until(lambda: app.state.runtime.state == "ready", timeout=60)
+        before = client.post("/lookup", json={"error": ERROR}).json()
+        with monkeypatch.context() as full:
+            _fill_disk(full, "ENOSPC under a compaction error")
+            outcome = app.state.runtime.scheduler.run("rebuild-local")
+        assert outcome["ok"] is False and "is full" in outcome["error"], outcome
+        health = client.get("/health").json()
+        assert health["status"] == "degraded"
+        assert any("is full" in r and "previous index is serving" in r for r in health["reasons"]), health
+        answer = client.post("/lookup", json={"error": ERROR})
+        assert answer.status_code == 200
+        after = answer.json()
+        assert after["degraded"] is False and after["issues"] == before["issues"]
