@@ -7,6 +7,7 @@ nothing is claimed without a source, and nothing is drawn from a low-confidence 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -193,19 +194,24 @@ def _items(lines: list[str]) -> list[str]:
 
 def section_fix(section: Document, *, also_cites: str | None = None) -> FixOut:
     """A reference-doc section as a fix: its title and cause, its **Fix** steps (else its list items)."""
-    blocks = _labelled_blocks(section.text)
-    cause = " ".join(line.strip() for line in blocks.get("cause", []) if line.strip())
-    lead = section.fix or _first_sentences(_EMPHASIS.sub(r"\1", cause)) if cause else ""
-    if not lead:
-        lines = section.text.splitlines()
-        if lines and lines[0].strip() == " > ".join(section.heading_path):
-            lines = lines[1:]  # the indexer puts the heading trail first: it is not prose
-        body = "\n".join(lines)
-        lead = _first_sentences(_EMPHASIS.sub(r"\1", body))
-    steps = _items(blocks["fix"]) if "fix" in blocks else _items(section.text.splitlines())
+    summary, steps = _section_summary(section.text, section.fix, section.title, " > ".join(section.heading_path))
     sources = [public_source(section.id)] + ([also_cites] if also_cites else [])
-    summary = f"{section.title}: {lead}" if lead else section.title
-    return FixOut(summary=summary, steps=steps[:6], sources=sources, confirmed=False)
+    return FixOut(summary=summary, steps=list(steps), sources=sources, confirmed=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _section_summary(text: str, fix: str | None, title: str, trail: str) -> tuple[str, tuple[str, ...]]:
+    """A section's fix summary and steps: parsed once per section text, not on every lookup citing it."""
+    blocks = _labelled_blocks(text)
+    cause = " ".join(line.strip() for line in blocks.get("cause", []) if line.strip())
+    lead = fix or _first_sentences(_EMPHASIS.sub(r"\1", cause)) if cause else ""
+    if not lead:
+        lines = text.splitlines()
+        if lines and lines[0].strip() == trail:
+            lines = lines[1:]  # the indexer puts the heading trail first: it is not prose
+        lead = _first_sentences(_EMPHASIS.sub(r"\1", "\n".join(lines)))
+    steps = _items(blocks["fix"]) if "fix" in blocks else _items(text.splitlines())
+    return (f"{title}: {lead}" if lead else title), tuple(steps[:6])
 
 
 def thread_fixes(

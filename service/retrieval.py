@@ -274,6 +274,8 @@ class Retriever:
         upstream = {repo.split("/", 1)[-1].lower() for repo in self.engines.canonical.values()}
         names = {doc.repo.split("/", 1)[-1].lower() for doc in self.documents if doc.repo}
         self._repo_names = frozenset(n for n in names if len(n) >= 4 and n not in upstream)
+        # The part of a thread's adjustment that depends on the thread alone, once per generation.
+        self._base_boost = {doc.id: self._thread_boost(doc) for doc in self.documents}
 
     @classmethod
     def from_store(cls, store: object, embedder: Embedder | None) -> Retriever:
@@ -472,16 +474,8 @@ class Retriever:
     ) -> float:
         """The factor on a thread's fused score from its engine, client, repository and fix state."""
         c = self.calibration
-        boost = 1.0
         engine = self.engines.engine.get(doc.id)
-        if doc.repo is not None and doc.repo == self.engines.canonical.get(engine or ""):
-            boost += c.canonical_boost
-        if doc.curated:
-            boost += c.curated_boost
-        if doc.fix_confirmed or doc.state == "merged" or any(self._merged(pr) for pr in doc.fixed_by):
-            boost += c.fixed_boost
-        # The trust hook: uncorroborated synced text counts for less than curated or confirmed knowledge.
-        boost *= trust_weight(doc)
+        boost = self._base_boost[doc.id]
         if parsed.engines and engine is not None:
             if engine in parsed.engines:
                 boost += c.same_engine_boost
@@ -512,6 +506,20 @@ class Retriever:
             boost *= c.titled_factor
             e.adjusted.append("its title quotes the error")
         return boost
+
+    def _thread_boost(self, doc: Document) -> float:
+        """The input-independent part of :meth:`_adjustment`: canonical tracker, curation, fix state, trust."""
+        c = self.calibration
+        boost = 1.0
+        engine = self.engines.engine.get(doc.id)
+        if doc.repo is not None and doc.repo == self.engines.canonical.get(engine or ""):
+            boost += c.canonical_boost
+        if doc.curated:
+            boost += c.curated_boost
+        if doc.fix_confirmed or doc.state == "merged" or any(self._merged(pr) for pr in doc.fixed_by):
+            boost += c.fixed_boost
+        # The trust hook: uncorroborated synced text counts for less than curated or confirmed knowledge.
+        return boost * trust_weight(doc)
 
     def _merged(self, pr_id: str) -> bool:
         """True when the PR is in the index and merged: an open PR that says "Fixes #N" is a proposal."""
