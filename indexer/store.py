@@ -105,6 +105,23 @@ def _empty_database(settings: Settings) -> str | None:
         return None
 
 
+def _probe_before_rebuild(settings: Settings) -> None:
+    """Before a full rebuild opens the embedded store: move it aside when a probe process cannot open it.
+
+    This process never opens a store chromadb hangs or fails on (reopening after such a failure is not
+    safe in one process: indexer/probe.py). The writer holds the exclusive lock, so the probe takes none.
+    """
+    from indexer.probe import probe_store
+
+    probe = probe_store(settings, timeout=settings.store_probe_timeout, lock=False)
+    if not probe.failed:
+        return
+    if is_disk_full(RuntimeError(probe.detail), settings.data_dir):
+        raise disk_full(settings.data_dir, OPEN_FAILED)  # no corruption: keep the index where it serves
+    log.warning("%s; rebuilding", probe.detail)
+    move_aside(settings)
+
+
 class Store:
     """Documents + vectors + index metadata in Chroma. Open with :meth:`open`."""
 
@@ -185,6 +202,8 @@ class Store:
                     settings.chroma_dir,
                 )
                 move_aside(settings)
+            elif reset_if_corrupt and not settings.chroma_url:
+                _probe_before_rebuild(settings)
             try:
                 store = load()
             except StoreError as exc:

@@ -239,15 +239,20 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
         return [Check("index", "skip", "skipped: the store is opened with the embedding model, which failed")]
     if settings.chroma_url is None and not settings.chroma_dir.is_dir():
         return [Check("index", "fail", f"no index at {settings.chroma_dir}", fix=rebuild)]
+    from indexer.probe import probe_store
     from indexer.sources.cards import bundled_cards, snapshot_meta
     from indexer.store import Store
 
+    # A plain `index` opens the same unreadable store and fails again; only --full moves it aside.
+    unreadable = "run `gptoss-doctor index --full` (moves the unreadable index aside and rebuilds it; add --github "
+    unreadable += "to fetch synced threads again)"
+    # A store chromadb hangs or fails on is opened in a probe process first, never in this one.
+    probe = probe_store(settings, timeout=settings.store_probe_timeout)
+    if probe.failed:
+        return [Check("index", "fail", f"cannot open the index: {probe.detail}", fix=unreadable)]
     try:
         store = Store.open(settings, ctx.embedder, read_only=True)
     except Exception as exc:
-        # A plain `index` opens the same unreadable store and fails again; only --full moves it aside.
-        unreadable = "run `gptoss-doctor index --full` (moves the unreadable index aside and rebuilds it; add --github "
-        unreadable += "to fetch synced threads again)"
         detail = f"cannot open the index: {type(exc).__name__}: {str(exc)[:300]}"
         return [Check("index", "fail", detail, fix=unreadable)]
     try:

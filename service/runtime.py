@@ -70,6 +70,7 @@ class Runtime:
         attempt = 0
         while not self._stop.is_set():
             try:
+                self._probe_store()
                 engine = self.loader(self.settings, self._note)
             except Exception as exc:  # reported on /health and in the 503 detail, then retried
                 delay = self.retry_delays[min(attempt, len(self.retry_delays) - 1)]
@@ -95,6 +96,26 @@ class Runtime:
                 return
             scheduler.start()
             return
+
+    def _probe_store(self) -> None:
+        """Open the embedded store in a bounded child process before this process does (indexer/probe.py).
+
+        A store chromadb hangs or crashes on then fails this attempt with the reason (shown on /health,
+        retried with backoff) instead of freezing the server with the GIL held.
+        """
+        from indexer.chroma_client import FIX
+        from indexer.errors import StoreError
+        from indexer.probe import probe_store
+
+        if self.settings.chroma_url:
+            return
+        self._note("checking the index store in a probe process")
+        probe = probe_store(self.settings, timeout=self.settings.store_probe_timeout)
+        if probe.verdict == "timeout":
+            raise StoreError(f"store probe timed out: {probe.detail}; the server stays up and retries")
+        if probe.verdict == "unreadable":
+            raise StoreError(f"{probe.detail}; {FIX}")
+        self._note("loading the model and the index")
 
     def _note(self, message: str) -> None:
         self.phase = message
