@@ -320,8 +320,9 @@ class LookupResponse(BaseModel):
     index: IndexInfo
     degraded: bool = Field(
         default=False,
-        description="True when part of the search (the dense leg on Chroma) failed and the answer comes "
-        "from the lexical leg alone.",
+        description="True when the dense (embedding) leg of the search failed and the answer comes from "
+        "the signature and lexical legs alone. A store outage does not set it: answers come from the "
+        "index generation loaded in memory, and /health reports the outage.",
     )
     partial: list[str] = Field(
         default=[],
