@@ -10,7 +10,7 @@ value that scores best with the others fixed, twice over, and only when it gains
 objective rewards the right thread first and in the top 5, answers without "high" on negatives, and
 punishes a wrong "high" hardest:
 
-    hit@1 + 0.5 * MRR@10 + 0.5 * negatives without high - 3 * wrong-high rate
+    hit@1 + 0.5 * hit@5 + 0.5 * MRR@10 + 0.5 * negatives without high - 3 * wrong-high rate
 
 Run it on a built index (``gptoss-doctor index`` first, or ``--data-dir`` of a built one):
 
@@ -32,9 +32,11 @@ from service.calibration import CALIBRATION, Calibration
 
 # Candidate values per constant: around the current one, on both sides.
 GRID: dict[str, tuple[float, ...]] = {
+    "dense_weight_prose": (1.15, 1.3, 1.45),
     "same_engine_boost": (0.05, 0.15, 0.3),
     "other_engine_factor": (0.5, 0.7, 0.9),
     "same_client_boost": (0.05, 0.1, 0.2),
+    "other_client_factor": (0.6, 0.8, 1.0),
     "named_repo_boost": (0.1, 0.2, 0.3),
     "same_component_boost": (0.0, 0.05, 0.1),
     "titled_factor": (1.0, 1.15, 1.35),
@@ -48,10 +50,11 @@ def objective(metrics: Sequence[Metrics]) -> float:
     n = sum(m.n for m in metrics) or 1
     negatives = sum(m.negatives for m in metrics) or 1
     hit1 = sum(m.hit1 * m.n for m in metrics) / n
+    hit5 = sum(m.hit5 * m.n for m in metrics) / n
     mrr = sum(m.mrr10 * m.n for m in metrics) / n
     wrong = sum((m.positives_wrong_high or 0.0) * m.n for m in metrics) / n
     no_high = sum((m.negatives_no_match or 0.0) * m.negatives for m in metrics) / negatives
-    return hit1 + 0.5 * mrr + 0.5 * no_high - 3.0 * wrong
+    return hit1 + 0.5 * hit5 + 0.5 * mrr + 0.5 * no_high - 3.0 * wrong
 
 
 class _Scorer:

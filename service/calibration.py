@@ -41,7 +41,7 @@ class Calibration:
     """A thread about another engine than the one the input names, without the same error string."""
     same_client_boost: float = 0.2
     """A thread in the repository of the client framework the input names."""
-    other_client_factor: float = 0.8
+    other_client_factor: float = 0.6
     """A thread in another client application's tracker than the one the input names (or none), without
     the same error string."""
     same_component_boost: float = 0.0
@@ -63,7 +63,7 @@ class Calibration:
     """How far below the best signature score a titled thread's match may be and still get titled_factor."""
 
     # -- confidence ---------------------------------------------------------------------------------
-    signature_high: float = 0.72
+    signature_high: float = 0.78
     """Signature score from which a thread is the same error ("high"); also what overrides demotion."""
     signature_medium: float = 0.5
     """Signature score from which a thread is worth showing as "medium"."""
