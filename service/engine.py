@@ -495,6 +495,11 @@ class LookupEngine:
             reasons.append(f"Harmony analysis unavailable: {self.harmony_error or 'not loaded'}")
         return reasons
 
+    def index_needs_repair(self) -> bool:
+        """The loaded index was left mid-write or failed its vector self-check: a writer run repairs it."""
+        status = self._snapshot.status
+        return bool(status.get("dirty") or status.get("vector_problem"))
+
     def index_status(self) -> dict[str, Any]:
         """``Store.status()`` fresh when the store answers in time, else the last loaded one."""
         try:

@@ -350,7 +350,7 @@ class RunOutcome(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    kind: str = Field(description="sync, rebuild, rebuild-local or first-build")
+    kind: str = Field(description="sync, rebuild, rebuild-local, first-build or repair")
     ok: bool
     started_at: datetime
     finished_at: datetime | None = None

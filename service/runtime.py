@@ -94,6 +94,11 @@ class Runtime:
             log.info("ready: index generation %s", engine.generation)
             if self._stop.is_set():  # shut down while we were loading
                 return
+            if engine.index_needs_repair():
+                # A run was killed mid-write (or the vectors fail their self-check): a local writer run
+                # repairs it now rather than at the next scheduled or manual run; lookups keep answering.
+                log.warning("the index needs repair; starting a local index run")
+                scheduler.trigger("repair")
             scheduler.start()
             return
 

@@ -24,9 +24,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RunKind = Literal["sync", "rebuild", "rebuild-local", "first-build"]
+RunKind = Literal["sync", "rebuild", "rebuild-local", "first-build", "repair"]
 """sync: docs + KB + GitHub; rebuild: all of it from scratch; rebuild-local: docs + KB from scratch, no
-network (synced threads are carried over); first-build: docs + KB on an empty data dir."""
+network (synced threads are carried over); first-build: docs + KB on an empty data dir; repair: docs +
+KB, no network, run because the index was left damaged (opening it for writing repairs it)."""
 Runner = Callable[..., Any]
 
 

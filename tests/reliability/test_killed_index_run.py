@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from indexer.build import build_index
 from indexer.store import Store
@@ -157,3 +158,32 @@ def test_vectors_that_no_longer_match_their_text_are_found_and_repaired_without_
         assert engine.degraded_reasons() == []
     finally:
         engine.close()
+
+
+def test_serve_repairs_a_killed_runs_index_on_start_and_answers_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+
+    import indexer.build
+    import indexer.embedding
+    from service.app import create_app
+    from tests.reliability.conftest import wait_until
+
+    def fake(settings: Settings, **_: object) -> HashingEmbedder:
+        return HashingEmbedder()
+
+    monkeypatch.setattr(indexer.embedding, "load_embedder", fake)
+    monkeypatch.setattr(indexer.build, "load_embedder", fake)
+    settings = Settings(data_dir=tmp_path / "data")
+    _killed_run(settings.data_dir)
+    _scramble_vectors(settings)
+    app = create_app(settings)  # the real loader and runner, with the fake model
+    with TestClient(app, raise_server_exceptions=False) as client:
+        wait_until(lambda: app.state.runtime.state == "ready", timeout=60)
+        answer = client.post("/lookup", json={"error": "HarmonyError: Unexpected token 200002"})
+        assert answer.status_code == 200
+        wait_until(lambda: client.get("/health").json()["status"] == "ok", timeout=120)
+        last = app.state.runtime.scheduler.last_run
+        assert last is not None and last["kind"] == "repair" and last["ok"] is True, last
+    assert _not_found_by_their_text(settings) == []
