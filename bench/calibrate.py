@@ -35,6 +35,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "dense_weight_prose": (1.15, 1.3, 1.45),
     "same_engine_boost": (0.05, 0.15, 0.3),
     "other_engine_factor": (0.5, 0.7, 0.9),
+    "other_engine_same_error_factor": (0.8, 0.9, 1.0),
     "same_client_boost": (0.05, 0.1, 0.2),
     "other_client_factor": (0.6, 0.8, 1.0),
     "named_repo_boost": (0.1, 0.2, 0.3),

@@ -39,6 +39,8 @@ class Calibration:
     """A thread about the serving engine the input names."""
     other_engine_factor: float = 0.7
     """A thread about another engine than the one the input names, without the same error string."""
+    other_engine_same_error_factor: float = 0.9
+    """A thread about another engine than the one the input names, with the same error string."""
     same_client_boost: float = 0.2
     """A thread in the repository of the client framework the input names."""
     other_client_factor: float = 0.6

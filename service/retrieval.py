@@ -7,7 +7,7 @@ Three legs vote for each thread:
 - dense: cosine similarity of the bundled MiniLM embedding (paraphrases and symptom descriptions).
 Reference-doc sections take part too and pass their score on to the threads they cite. The ranks are
 fused (weighted reciprocal-rank fusion), then adjusted for the serving engine and client the input
-names (same engine up, other engines down unless the error string is the same) and for upstream
+names (same engine up, other engines down, only a little when the error string is the same) and for upstream
 versus platform copies. Each hit gets a 0..1 score and a confidence calibrated from the evidence, so
 an input that nothing in the index covers gets "no confident match". Every constant of that
 arithmetic lives in one :class:`Calibration` object.
@@ -484,6 +484,10 @@ class Retriever:
                 # Another engine's thread is only as good as ours when it has the very same error.
                 boost *= c.other_engine_factor
                 e.adjusted.append(f"another engine ({engine})")
+            else:
+                # The very same error from another engine: a look-alike of this failure. The engine's
+                # own thread, or the engine-neutral library thread, with that error comes first.
+                boost *= c.other_engine_same_error_factor
         client = self.engines.client.get(doc.id)
         if parsed.client and client == parsed.client:
             boost += c.same_client_boost

@@ -259,3 +259,16 @@ def test_another_client_applications_thread_ranks_below_the_engines_own() -> Non
 def test_a_dotted_module_name_names_its_repository(retriever: Retriever) -> None:
     words = retriever._input_words(parse_input("python -m mlx_lm.server --model mlx-community/gpt-oss-20b"))
     assert "mlx-lm" in words
+
+
+def test_the_same_error_from_another_engine_ranks_below_the_engine_neutral_threads() -> None:
+    # The vocab download error comes from openai-harmony; on SGLang, vLLM's threads with the same string
+    # are look-alikes: the library's own threads come before them (all stay visible).
+    from service.calibration import Calibration
+
+    text = "sglang server: openai_harmony.HarmonyError: error downloading or loading vocab file: failed to download"
+    plain = Retriever(card_documents(), None, None, calibration=Calibration(other_engine_same_error_factor=1.0))
+    before = [h.doc.id for h in plain.search(parse_input(text), top_k=10).hits]
+    after = [h.doc.id for h in Retriever(card_documents(), None, None).search(parse_input(text), top_k=10).hits]
+    assert before.index("vllm-project/vllm#22259") < before.index("openai/harmony#146")
+    assert after.index("openai/harmony#146") < after.index("vllm-project/vllm#22259")
