@@ -256,7 +256,7 @@ def test_each_run_kind_maps_to_its_index_job(monkeypatch: Any, settings: Setting
     from service.scheduler import default_runner
 
     seen: dict[str, tuple[bool, bool]] = {}
-    for kind in ("sync", "rebuild", "rebuild-local", "first-build"):
+    for kind in ("sync", "rebuild", "rebuild-local", "first-build", "repair"):
         monkeypatch.setattr(
             indexer.build,
             "build_index",
@@ -268,4 +268,5 @@ def test_each_run_kind_maps_to_its_index_job(monkeypatch: Any, settings: Setting
         "rebuild": (True, True),
         "rebuild-local": (False, True),
         "first-build": (False, False),
+        "repair": (False, False),  # a plain local writer run: opening the store for writing repairs it
     }
