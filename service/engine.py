@@ -434,9 +434,6 @@ class LookupEngine:
         retriever = Retriever.from_store(self.store, self.embedder)
         documents = retriever.documents
         status = self.store.status()
-        check = getattr(self.store, "vector_problem", None)  # the real store's sampled self-check
-        if check is not None:
-            status["vector_problem"] = check()
         return _Snapshot(
             generation=generation,
             documents=documents,
@@ -494,6 +491,21 @@ class LookupEngine:
         if self.harmony is None:
             reasons.append(f"Harmony analysis unavailable: {self.harmony_error or 'not loaded'}")
         return reasons
+
+    def check_vectors(self) -> str | None:
+        """Run the store's sampled vector self-check on the loaded generation and remember its finding.
+
+        Not part of loading a generation (it embeds a small sample: a few hundred ms on a busy CPU), so
+        ``serve`` runs it once in its start-up thread; the finding shows on /health until the next
+        generation (a repair) replaces the snapshot.
+        """
+        check = getattr(self.store, "vector_problem", None)  # the real store has it; test stores do not
+        if check is None:
+            return None
+        snap = self._snapshot
+        problem: str | None = check()
+        snap.status["vector_problem"] = problem
+        return problem
 
     def index_needs_repair(self) -> bool:
         """The loaded index was left mid-write or failed its vector self-check: a writer run repairs it."""

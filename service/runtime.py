@@ -81,6 +81,10 @@ class Runtime:
                 if self._stop.wait(delay):
                     return
                 continue
+            try:  # before ready, so /health never calls a damaged index ok
+                engine.check_vectors()
+            except Exception as exc:  # the check only informs; the engine serves either way
+                log.warning("vector self-check failed to run: %s", exc)
             scheduler = Scheduler(
                 self.settings,
                 embedder=engine.embedder,

@@ -146,6 +146,7 @@ def test_vectors_that_no_longer_match_their_text_are_found_and_repaired_without_
         assert "do not match their document's text" in (store.vector_problem() or "")
     engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
     try:
+        assert engine.check_vectors() is not None and engine.index_needs_repair()
         assert any("dense search is damaged" in reason for reason in engine.degraded_reasons())
     finally:
         engine.close()
@@ -155,13 +156,14 @@ def test_vectors_that_no_longer_match_their_text_are_found_and_repaired_without_
     assert _not_found_by_their_text(settings) == []
     engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
     try:
-        assert engine.degraded_reasons() == []
+        assert engine.check_vectors() is None and engine.degraded_reasons() == []
     finally:
         engine.close()
 
 
-def test_serve_repairs_a_killed_runs_index_on_start_and_answers_meanwhile(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("killed", [True, False], ids=["killed run", "scrambled vectors, no marker"])
+def test_serve_repairs_a_damaged_index_on_start_and_answers_meanwhile(
+    killed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from fastapi.testclient import TestClient
 
@@ -176,7 +178,10 @@ def test_serve_repairs_a_killed_runs_index_on_start_and_answers_meanwhile(
     monkeypatch.setattr(indexer.embedding, "load_embedder", fake)
     monkeypatch.setattr(indexer.build, "load_embedder", fake)
     settings = Settings(data_dir=tmp_path / "data")
-    _killed_run(settings.data_dir)
+    if killed:
+        _killed_run(settings.data_dir)
+    else:
+        build_index(settings, embedder=HashingEmbedder(), github=False, progress=False)
     _scramble_vectors(settings)
     app = create_app(settings)  # the real loader and runner, with the fake model
     with TestClient(app, raise_server_exceptions=False) as client:
