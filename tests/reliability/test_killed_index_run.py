@@ -191,5 +191,5 @@ def test_serve_repairs_a_damaged_index_on_start_and_answers_meanwhile(
         wait_until(lambda: app.state.runtime.scheduler.last_run is not None, timeout=120)
         last = app.state.runtime.scheduler.last_run
         assert last["kind"] == "repair" and last["ok"] is True, last
-        assert client.get("/health").json()["status"] == "ok"
+        wait_until(lambda: client.get("/health").json()["status"] == "ok", timeout=30)  # the run's reload
     assert _not_found_by_their_text(settings) == []
