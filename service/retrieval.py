@@ -653,16 +653,13 @@ class Retriever:
         return engine in parsed.engines if parsed.engines else engine == self.engines.default_engine
 
     def _same_engine(self, doc: Document, parsed: ParsedInput) -> bool:
-        """The thread is in the tracker (or a fork) of the engine the input runs on.
+        """The thread is in the tracker (or a fork) of the engine the input names.
 
-        An input that names no engine is taken to run on the engine most threads are about.
+        An input that names no engine has no "same engine": it most likely runs the engine most threads
+        are about, but a guess is not enough to call a thread found by its words alone the same failure.
         """
         engine = self.engines.repo_engine.get(doc.repo or "")
-        if engine is None:
-            return False
-        if parsed.engines:
-            return engine in parsed.engines
-        return engine == self.engines.default_engine
+        return engine is not None and engine in parsed.engines
 
     def _client_thread_near(self, doc: Document, e: _Evidence, parsed: ParsedInput) -> bool:
         """A thread in the tracker of the client the input names, near the top of a rank leg.

@@ -272,3 +272,27 @@ def test_the_same_error_from_another_engine_ranks_below_the_engine_neutral_threa
     after = [h.doc.id for h in Retriever(card_documents(), None, None).search(parse_input(text), top_k=10).hits]
     assert before.index("vllm-project/vllm#22259") < before.index("openai/harmony#146")
     assert after.index("openai/harmony#146") < after.index("vllm-project/vllm#22259")
+
+
+class _NearDense:
+    """The dense leg finding one thread very close (cosine 0.9)."""
+
+    def __init__(self, doc_id: str) -> None:
+        self.doc_id = doc_id
+
+    def query(self, vector: np.ndarray, k: int) -> list[tuple[str, float]]:
+        return [(self.doc_id, 0.9)]
+
+
+def test_a_semantic_high_needs_the_engine_named() -> None:
+    # Words alone ("high" without an error string) need the same engine; an input that names none
+    # only most likely runs vLLM, which is not enough to call the thread the same failure.
+    retriever = Retriever(card_documents(), _OneHotEmbedder(), _NearDense("vllm-project/vllm#22337"))
+    symptom = "gpt-oss-120b tool calls: the tool call JSON comes back in content and tool_calls stays empty"
+
+    def confidence(text: str) -> str:
+        hits = {hit.doc.id: hit for hit in retriever.search(parse_input(text)).hits}
+        return hits["vllm-project/vllm#22337"].confidence
+
+    assert confidence(symptom) == "medium"
+    assert confidence("vllm serving " + symptom) == "high"
