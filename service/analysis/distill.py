@@ -25,14 +25,18 @@ MAX_PROSE_CHARS = 600
 # A line that starts like a log record: a timestamp, a level, a process tag or a container prefix.
 _DECORATED = re.compile(
     r"^\s{0,8}(?:\(\w[\w ]{0,40}pid=\d|\[?\d{2,4}[-/:]\d\d|\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b"
-    r"|time=|level=|[\w.-]{1,40} {0,12}\| |\[[\w .:/-]{1,40}\] |[A-Z][a-z]{2} [ \d]\d \d\d:)"
+    r"|time=|level=|[\w.-]{1,40} {0,12}\| |\[[\w .:/-]{1,40}\] |[A-Z][a-z]{2} [ \d]\d \d\d:"
+    # A C-style "function: message" record (llama.cpp: ``srv    load_model: ...``, ``ggml_cuda_init: ...``).
+    r"|[a-z]{2,12} {1,12}[a-z_]{2,40}: |[a-z][a-z0-9]{1,20}_[a-z0-9_]{1,40}: |[a-z]{2,12}: )"
 )
 _INFO = re.compile(r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG|\[I\])(?:[\s\]):]|$)")
 # Lines that are never the failure, whatever words they hold.
 _BOILERPLATE = re.compile(
     r"throughput: \d|KV cache usage|Running: \d{1,6} reqs|prefix cache hit rate"
     r'|"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" [23]\d\d'
-    r"|^\s{0,4}[A-Z][A-Z0-9_]{2,60}=\S|^\s{0,4}[\w.-]{2,60}\s{2,40}v?\d{1,4}\.\d",
+    r"|^\s{0,4}[A-Z][A-Z0-9_]{2,60}=\S|^\s{0,4}[\w.-]{2,60}\s{2,40}v?\d{1,4}\.\d"
+    r"|^\[GIN\] .{0,40}\| {0,3}[23]\d\d \|"  # Gin's access log (Ollama) for a 2xx/3xx answer
+    r"|^\s{0,12}(?:prompt )?eval time = ",  # llama.cpp's per-request timings
 )
 _WORD = re.compile(r"[A-Za-z][a-z']{1,30}")
 _CODE_LIKE = re.compile(r"^\s{0,8}(?:File \"|at |\$ |>>>|#|//|\{|\}|\[|\]|def |class |import |from \S+ import)")
@@ -59,15 +63,21 @@ class Distilled:
         return self.log_lines >= 5 and self.log_lines * 2 >= self.log_lines + len(self.prose) + len(self.kept)
 
 
+_MARKER = re.compile(r"<\|[a-z_]{1,20}\|>")
+"""A Harmony special-token marker (``<|channel|>``): a word the user quotes, not record syntax."""
+
+
 def _is_prose(line: str) -> bool:
     if _CODE_LIKE.match(line) or _COMMAND.search(line):
         return False
+    line = _MARKER.sub(" marker ", line)
     words = _WORD.findall(line)
     if len(words) < 5:
         return False
     # Mostly words, few symbols: a sentence, not a record, a dict dump or a path.
     letters = sum(len(w) for w in words)
-    symbols = sum(1 for c in line if c in "{}[]()=<>/\\|_:;\"'")
+    # Structural symbols only: a sentence may quote a field (``reasoning_content``), a path or a value.
+    symbols = sum(1 for c in line if c in "{}[]()=<>\\|;")
     return letters >= 0.6 * len(line.strip()) and symbols <= 0.1 * len(line)
 
 

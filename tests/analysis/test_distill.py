@@ -66,3 +66,23 @@ def test_a_short_message_is_not_a_log_without_failure() -> None:
 def test_lines_past_the_cap_are_not_classified() -> None:
     text = "INFO 03-02 10:00:01 [x.py:1] ready\n" * (MAX_LINES + 50)
     assert distill(text).dropped == MAX_LINES
+
+
+def test_a_sentence_quoting_fields_and_markers_is_prose() -> None:
+    quoting = 'my app reads "reasoning_content" but the server now sends the thinking as "reasoning": nothing shows'
+    pasted = "An agent with gpt-oss: the raw output <|channel|>commentary to=run <|message|>{} is shown as text"
+    out = distill(BOILERPLATE + quoting + "\n" + pasted + "\n")
+    assert out.prose == [quoting, pasted]
+
+
+def test_ollama_access_lines_and_llama_cpp_records_are_not_the_users_words() -> None:
+    log = (
+        '[GIN] 2026/11/08 - 08:46:51 | 200 | 9.304736s |       127.0.0.1 | POST     "/api/chat"\n'
+        "main: server is listening on http://0.0.0.0:8080 - starting the main loop\n"
+        "srv    load_model: loading model '/models/gpt-oss-20b-mxfp4.gguf' with the default settings\n"
+        "slot update_slots: id  0 | task 8117 | new prompt, n_ctx_slot = 8192, n_keep = 0, n_prompt_tokens = 3702\n"
+        "prompt eval time =    955.05 ms /  3129 tokens (  1.60 ms per token,   553.42 tokens per second)\n"
+    )
+    out = distill(log)
+    assert out.prose == []
+    assert out.dropped == 2 and out.log_lines == 4  # the timings line is dropped without a record prefix
