@@ -464,15 +464,19 @@ class LookupEngine:
         """Repositories the loaded index holds threads from: a repo filter outside them matches nothing."""
         return {doc.repo for doc in self._snapshot.documents if doc.repo}
 
-    def degraded_reasons(self) -> list[str]:
-        """Why answers are currently degraded; empty when all is well."""
+    def degraded_reasons(self, *, writing: bool = False) -> list[str]:
+        """Why answers are currently degraded; empty when all is well.
+
+        ``writing``: an index run of this process is in progress, so the index's mid-write marker is its
+        own, not a killed run's.
+        """
         reasons = []
         if self.store_health is not StoreHealth.OK:
             reasons.append(f"index store unreachable ({self._store_error}); serving the last loaded index")
         failed = self._dense_failed_at
         if failed is not None and time.monotonic() - failed < DENSE_DEGRADED_WINDOW:
             reasons.append("dense search failing; answers come from the lexical index")
-        if self._snapshot.status.get("dirty"):
+        if self._snapshot.status.get("dirty") and not writing:
             reasons.append(
                 "the index was left mid-write by a run that did not finish (killed?): dense search may miss "
                 "documents until the next `gptoss-doctor index` run repairs it (it re-embeds what is stored)"

@@ -23,6 +23,7 @@ from indexer.build import build_index
 from indexer.store import Store
 from service.config import Settings
 from tests.fakes import HashingEmbedder
+from tests.reliability.conftest import FastComponents, MemoryStore
 
 CHILD = Path(__file__).with_name("index_kill_child.py")
 
@@ -193,3 +194,46 @@ def test_serve_repairs_a_damaged_index_on_start_and_answers_meanwhile(
         assert last["kind"] == "repair" and last["ok"] is True, last
         wait_until(lambda: client.get("/health").json()["status"] == "ok", timeout=30)  # the run's reload
     assert _not_found_by_their_text(settings) == []
+
+
+def test_health_does_not_call_the_services_own_run_in_progress_a_killed_one(
+    fast_components: FastComponents, settings: Settings
+) -> None:
+    # A generation the engine picks up while this process's index run is still writing carries the
+    # run's own mid-write marker: that is work in progress, not a run that died.
+    import threading
+    from typing import Any
+
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from tests.reliability.conftest import wait_until
+
+    class MarkedStore(MemoryStore):
+        dirty = False
+
+        def status(self) -> dict[str, Any]:
+            return super().status() | {"dirty": self.dirty}
+
+    store = MarkedStore(fast_components.documents, fast_components.embedder)
+    release = threading.Event()
+
+    def runner(settings: Settings, *, kind: str, embedder: Any) -> str:
+        store.dirty = True  # the run marks the index, publishes a first batch, and writes on
+        store.upsert([])
+        release.wait(30)
+        return "done"
+
+    app = create_app(settings, loader=lambda s, note: fast_components.engine(s, store), runner=runner)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        wait_until(lambda: app.state.runtime.state == "ready")
+        engine = app.state.runtime.engine
+        assert app.state.runtime.scheduler.trigger("sync")
+        wait_until(lambda: engine.reload_if_changed(now=True) or engine.generation == store.generation())
+        health = client.get("/health").json()
+        assert not any("mid-write" in reason for reason in health["reasons"]), health
+        release.set()
+        wait_until(lambda: not app.state.runtime.scheduler.running)
+        # Still marked with no run of ours going: a run died mid-write (here: it never cleared it).
+        health = client.get("/health").json()
+        assert any("mid-write" in reason for reason in health["reasons"]), health

@@ -30,7 +30,7 @@ def health(runtime: RuntimeDep) -> HealthResponse:
             return HealthResponse(status="degraded", reasons=[runtime.not_ready_detail()])
         return HealthResponse(status="starting", reasons=[runtime.not_ready_detail()])
     runtime.engine.reload_if_changed()  # probes the store (rate-limited, bounded) so recovery shows
-    reasons = runtime.engine.degraded_reasons()
+    reasons = runtime.engine.degraded_reasons(writing=bool(runtime.scheduler and runtime.scheduler.running))
     last = runtime.scheduler.last_run if runtime.scheduler else None
     if last is not None and not last.get("ok"):
         reasons.append(f"last {last.get('kind')} run failed: {last.get('error')}; the previous index is serving")
