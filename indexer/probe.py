@@ -18,10 +18,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import IO, TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from service.config import Settings
@@ -52,49 +53,74 @@ def probe_store(settings: Settings, *, timeout: float, lock: bool = True) -> Pro
     ``lock``: the child takes the data dir's shared lock (pass False when this process already holds it
     exclusively, as a writer does).
     """
-    database = settings.chroma_dir / "chroma.sqlite3"
-    if settings.chroma_url or not database.is_file() or database.stat().st_size == 0:
-        # Nothing to open yet, or an empty file chromadb would initialise: Store.open reports that one.
-        return Probe("ok")
-    root = str(Path(__file__).resolve().parents[1])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "indexer.probe", str(settings.chroma_dir), settings.collection]
-    if lock:
-        command += ["--lock", str(settings.data_dir)]
-    started = time.monotonic()
-    child = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(child)
-        return Probe(
-            "timeout",
-            f"opening the index at {settings.chroma_dir} did not finish within {timeout:g}s in a probe process "
-            "(chromadb hung on it; the probe was killed)",
-            time.monotonic() - started,
-        )
-    seconds = time.monotonic() - started
-    if child.returncode == 0:
-        return Probe("ok", seconds=seconds)
-    if child.returncode == LOCKED:
-        return Probe("locked", out.strip(), seconds)
-    lines = [line for line in (out + "\n" + err).splitlines() if line.strip()]
-    if child.returncode < 0:
-        detail = f"chromadb crashed opening it (signal {-child.returncode})"
-    else:
-        detail = lines[0] if out.strip() else (lines[-1] if lines else f"exit status {child.returncode}")
-    return Probe("unreadable", f"the index at {settings.chroma_dir} cannot be read ({detail[:300]})", seconds)
+    return RunningProbe(settings, timeout=timeout, lock=lock).result()
 
 
-def _kill(child: subprocess.Popen[str]) -> None:
+class RunningProbe:
+    """A probe started now and collected later, so the caller can work meanwhile (``serve`` loads its model)."""
+
+    def __init__(self, settings: Settings, *, timeout: float, lock: bool = True) -> None:
+        self.chroma_dir = settings.chroma_dir
+        self.timeout = timeout
+        self.started = time.monotonic()
+        self._child: subprocess.Popen[bytes] | None = None
+        database = settings.chroma_dir / "chroma.sqlite3"
+        if settings.chroma_url or not database.is_file() or database.stat().st_size == 0:
+            # Nothing to open yet, or an empty file chromadb would initialise: Store.open reports that one.
+            return
+        root = str(Path(__file__).resolve().parents[1])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        command = [sys.executable, "-m", "indexer.probe", str(settings.chroma_dir), settings.collection]
+        if lock:
+            command += ["--lock", str(settings.data_dir)]
+        # Files, not pipes: a chatty native crash can never block the child while nobody reads.
+        self._out, self._err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        self._child = subprocess.Popen(command, env=env, stdout=self._out, stderr=self._err, start_new_session=True)
+
+    def result(self) -> Probe:
+        """Wait for the verdict (the rest of ``timeout`` at most; a child still running then is killed)."""
+        child = self._child
+        if child is None:
+            return Probe("ok")
+        left = max(0.0, self.timeout - (time.monotonic() - self.started))
+        try:
+            child.wait(timeout=left)
+        except subprocess.TimeoutExpired:
+            _kill(child)
+            return Probe(
+                "timeout",
+                f"opening the index at {self.chroma_dir} did not finish within {self.timeout:g}s in a probe "
+                "process (chromadb hung on it; the probe was killed)",
+                time.monotonic() - self.started,
+            )
+        seconds = time.monotonic() - self.started
+        out, err = (_read(f) for f in (self._out, self._err))
+        if child.returncode == 0:
+            return Probe("ok", seconds=seconds)
+        if child.returncode == LOCKED:
+            return Probe("locked", out.strip(), seconds)
+        lines = [line for line in (out + "\n" + err).splitlines() if line.strip()]
+        if child.returncode < 0:
+            detail = f"chromadb crashed opening it (signal {-child.returncode})"
+        else:
+            detail = lines[0] if out.strip() else (lines[-1] if lines else f"exit status {child.returncode}")
+        return Probe("unreadable", f"the index at {self.chroma_dir} cannot be read ({detail[:300]})", seconds)
+
+
+def _read(handle: IO[bytes]) -> str:
+    handle.seek(0)
+    text = handle.read().decode(errors="replace")
+    handle.close()
+    return text
+
+
+def _kill(child: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(child.pid, signal.SIGKILL)  # its own session: nothing it started survives
     except ProcessLookupError:
         pass
-    child.communicate()
+    child.wait()
 
 
 def _check(chroma_dir: str, collection: str) -> None:

@@ -32,8 +32,28 @@ def clip(text: str, limit: int) -> str:
 
 
 def default_loader(settings: Settings, note: Callable[[str], None]) -> LookupEngine:
-    """Open everything for real; builds the index offline first when the store is empty."""
-    return LookupEngine.open(settings, on_build=note)
+    """Open everything for real; builds the index offline first when the store is empty.
+
+    The embedded store is opened in a bounded probe process first (indexer/probe.py), while this
+    process loads the model, so the probe adds no time to a healthy start-up. A store chromadb hangs or
+    fails on then fails this attempt with the reason (shown on /health, retried with backoff) instead
+    of freezing the server with the GIL held.
+    """
+    from indexer.chroma_client import FIX
+    from indexer.embedding import load_embedder
+    from indexer.errors import StoreError
+    from indexer.probe import RunningProbe
+
+    probe = RunningProbe(settings, timeout=settings.store_probe_timeout)
+    embedder = load_embedder(settings)
+    note("checking the index store in a probe process")
+    verdict = probe.result()
+    if verdict.verdict == "timeout":
+        raise StoreError(f"store probe timed out: {verdict.detail}; the server stays up and retries")
+    if verdict.verdict == "unreadable":
+        raise StoreError(f"{verdict.detail}; {FIX}")
+    note("loading the index")
+    return LookupEngine.open(settings, embedder=embedder, on_build=note)
 
 
 class Runtime:
@@ -70,7 +90,6 @@ class Runtime:
         attempt = 0
         while not self._stop.is_set():
             try:
-                self._probe_store()
                 engine = self.loader(self.settings, self._note)
             except Exception as exc:  # reported on /health and in the 503 detail, then retried
                 delay = self.retry_delays[min(attempt, len(self.retry_delays) - 1)]
@@ -105,26 +124,6 @@ class Runtime:
                 scheduler.trigger("repair")
             scheduler.start()
             return
-
-    def _probe_store(self) -> None:
-        """Open the embedded store in a bounded child process before this process does (indexer/probe.py).
-
-        A store chromadb hangs or crashes on then fails this attempt with the reason (shown on /health,
-        retried with backoff) instead of freezing the server with the GIL held.
-        """
-        from indexer.chroma_client import FIX
-        from indexer.errors import StoreError
-        from indexer.probe import probe_store
-
-        if self.settings.chroma_url:
-            return
-        self._note("checking the index store in a probe process")
-        probe = probe_store(self.settings, timeout=self.settings.store_probe_timeout)
-        if probe.verdict == "timeout":
-            raise StoreError(f"store probe timed out: {probe.detail}; the server stays up and retries")
-        if probe.verdict == "unreadable":
-            raise StoreError(f"{probe.detail}; {FIX}")
-        self._note("loading the model and the index")
 
     def _note(self, message: str) -> None:
         self.phase = message
