@@ -40,7 +40,7 @@ def _frame(data: bytes, chunked: bool) -> bytes:
 
 
 def push_until_answered(port: int, kind: str, chunked: bool) -> tuple[bytes, int]:
-    """Stream a 64 MB body without waiting; return (the server's answer, body bytes sent by then)."""
+    """Stream a 64 MB body without waiting; return (the server's answer, bytes sent by then)."""
     head = f"POST /lookup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {CONTENT_TYPES[kind]}\r\n"
     head += "Transfer-Encoding: chunked\r\n\r\n" if chunked else f"Content-Length: {BODY_BYTES}\r\n\r\n"
     answer = b""
@@ -76,8 +76,9 @@ def push_until_answered(port: int, kind: str, chunked: bool) -> tuple[bytes, int
                     pending = b""
                     continue  # the server closed its side: its answer is readable next
                 pending = pending[written:]
-                if not pending:
-                    sent += PIECE
+                # Count every byte that left, framing included: a piece cut short by the server's refusal has
+                # still been sent in part, and the server can only refuse after more than the limit arrived.
+                sent += written
         # The rest of the answer (or all of it, for a server that waited for the last byte).
         sock.setblocking(True)
         sock.settimeout(5)
