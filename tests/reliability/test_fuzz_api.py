@@ -42,6 +42,7 @@ def fuzz_app(fast_components: FastComponents, tmp_path_factory: pytest.TempPathF
     asgi.shutdown_lifespans()  # ends the runtime this module's lifespan started
 
 
+@pytest.mark.slow
 def test_generated_requests_never_get_a_server_error(fuzz_app: FastAPI) -> None:
     schema = schemathesis.openapi.from_asgi("/openapi.json", fuzz_app)
     wait_until(lambda: fuzz_app.state.runtime.state == "ready", timeout=60)

@@ -69,6 +69,7 @@ def _not_found_by_their_text(settings: Settings) -> list[str]:
         ]
 
 
+@pytest.mark.slow
 def test_a_run_killed_mid_write_is_reported_then_repaired_by_the_next_run(tmp_path: Path) -> None:
     from service.doctor import _Context, check_index
     from service.engine import LookupEngine
@@ -134,6 +135,7 @@ def test_a_reader_never_repairs(tmp_path: Path) -> None:
         assert store.generation() == generation and store.status()["dirty"] is True
 
 
+@pytest.mark.slow
 def test_vectors_that_no_longer_match_their_text_are_found_and_repaired_without_a_marker(tmp_path: Path) -> None:
     # The damage can outlive the marker (a run that resumed over it, or a copy of a damaged store):
     # the sampled self-check finds it, /health says so, and the next writer run repairs it.
@@ -162,6 +164,7 @@ def test_vectors_that_no_longer_match_their_text_are_found_and_repaired_without_
         engine.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("killed", [True, False], ids=["killed run", "scrambled vectors, no marker"])
 def test_serve_repairs_a_damaged_index_on_start_and_answers_meanwhile(
     killed: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -99,6 +99,7 @@ def test_doctor_reports_a_hanging_store_instead_of_hanging(
     assert code != 0 and "did not finish within 2s" in output and FIX in output, output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "damage", [_garbage_sqlite, _truncated_sqlite, _garbled_pages], ids=["garbage", "cut in half", "garbled pages"]
 )
