@@ -52,6 +52,10 @@ def test_text_plain_body_is_the_error(client: TestClient) -> None:
 def test_body_without_content_type_is_sniffed(client: TestClient) -> None:
     response = client.post("/lookup", content=ERROR.encode(), headers={"content-type": ""})
     assert response.status_code == 200, response.text
+    answer = LookupResponse.model_validate(response.json())
+    # Read as the error text itself, not as a JSON document: the parsed query is the line, tokens decoded.
+    assert "200002" in answer.query.normalized and answer.query.signatures
+    assert {t.id for t in answer.analysis.tokens} >= {200002, 200006}
 
 
 def test_repos_filter_restricts_issues(client: TestClient) -> None:
@@ -127,6 +131,11 @@ def test_blank_lines_and_control_characters_do_not_break_it(client: TestClient) 
     text = "\x00\x1b[31mERROR\x1b[0m " + "\u202e" * 50 + "\n" * 500 + ERROR
     response = client.post("/lookup", json={"error": text})
     assert response.status_code == 200, response.text
+    answer = LookupResponse.model_validate(response.json())
+    # The noise is dropped, the error behind it is still found and decoded.
+    assert "200002" in answer.query.normalized
+    assert "\x00" not in answer.query.normalized and "\u202e" not in answer.query.normalized
+    assert {t.id for t in answer.analysis.tokens} >= {200002, 200006}
 
 
 def test_openapi_documents_the_lookup_contract(client: TestClient) -> None:

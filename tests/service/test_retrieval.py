@@ -72,6 +72,8 @@ def test_scores_are_bounded_and_sorted_by_fusion(retriever: Retriever) -> None:
     assert len(result.hits) == 10
     assert all(0.0 <= hit.score <= 1.0 for hit in result.hits)
     assert len({hit.doc.id for hit in result.hits}) == 10
+    scores = [hit.score for hit in result.hits]
+    assert scores == sorted(scores, reverse=True), scores
 
 
 def test_a_failing_dense_leg_raises_and_the_search_without_it_still_answers() -> None:

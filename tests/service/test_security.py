@@ -108,7 +108,10 @@ def test_read_token_guards_lookups_but_not_health(make_client: Callable[..., Tes
 
 
 def test_lookups_are_open_without_a_read_token(client: TestClient) -> None:
-    assert client.post("/lookup", json={"error": "HarmonyError"}).status_code == 200
+    response = client.post("/lookup", json={"error": "HarmonyError: Unexpected token 200002"})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "200002" in body["query"]["normalized"] and body["index"]["documents"] > 0
 
 
 def test_cors_is_off_by_default(client: TestClient) -> None:
