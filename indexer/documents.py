@@ -130,6 +130,10 @@ class Card(BaseModel):
             raise ValueError(f"id {self.id!r} does not match repo {self.repo!r} and number {self.number}")
 
 
+THREAD_KINDS: frozenset[str] = frozenset({"card", "issue", "pull"})
+"""Document kinds that are GitHub threads (a KB card is one too); the rest are reference-doc sections."""
+
+
 class Document(BaseModel):
     """A unit of retrieval: a reference-doc section, a KB card, or a live GitHub issue/PR.
 
@@ -196,6 +200,11 @@ class Document(BaseModel):
     )
     comments: int = 0
     sources: list[str] = Field(default=[], description="Where the fields came from: snapshot, github, docs")
+
+    @property
+    def is_thread(self) -> bool:
+        """A GitHub issue or PR (curated card or live), as opposed to a reference-doc section."""
+        return self.kind in THREAD_KINDS
 
     def content_hash(self) -> str:
         """A stable hash of everything stored; unchanged documents are never re-embedded."""

@@ -22,7 +22,6 @@ from service.models import AdviceOut, Confidence, FixOut, FlagOut, IssueOut, Ori
 if TYPE_CHECKING:
     from service.retrieval import Hit
 
-THREAD_KINDS = frozenset({"card", "issue", "pull"})
 MAX_FIXES = 8
 _LIST_ITEM = re.compile(r"^\s{0,6}(?:[-*+]|\d{1,3}[.)])\s+(.{3,400})$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -56,7 +55,7 @@ class Knowledge:
             self.by_id[doc.id] = doc
             for pr in doc.fixed_by:
                 self._fixed_by.setdefault(doc.id, set()).add(pr)
-            if doc.kind in THREAD_KINDS and is_pull(doc):
+            if doc.is_thread and is_pull(doc):
                 for target in doc.fixes:
                     self._fixed_by.setdefault(target, set()).add(doc.id)
             if doc.kind == "reference-section":
@@ -79,7 +78,7 @@ def is_pull(doc: Document) -> bool:
 
 def is_thread(doc: Document) -> bool:
     """True for GitHub issues and PRs (curated or live), False for reference sections."""
-    return doc.kind in THREAD_KINDS and doc.repo is not None and doc.number is not None
+    return doc.is_thread and doc.repo is not None and doc.number is not None
 
 
 def thread_url(doc: Document) -> str:

@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 
 SERVER_NAME = "gptoss-doctor"
 MAX_TOKEN_IDS = 4096
-THREAD_KINDS = ("card", "issue", "pull")
 
 REFERENCE_DOCS: dict[str, str] = {
     "known-issues.md": "Known gpt-oss / Harmony / vLLM failures: symptoms, causes, fixes, issues.",
@@ -249,7 +248,7 @@ def _threads(backend: Backend) -> tuple[list[Document], Literal["index", "bundle
     """Issue/PR documents from the index, falling back to the bundled KB when no index exists."""
     docs = backend.documents()
     if docs:
-        threads = [doc for doc in docs if doc.kind in THREAD_KINDS]
+        threads = [doc for doc in docs if doc.is_thread]
         if threads:
             return threads, "index"
     return _bundled_documents(), "bundled-snapshot"

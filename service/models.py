@@ -345,19 +345,6 @@ class ReadyResponse(BaseModel):
     generation: str = Field(description="The index generation being served.")
 
 
-class RunOutcome(BaseModel):
-    """The outcome of one index or sync run."""
-
-    model_config = ConfigDict(extra="allow")
-
-    kind: str = Field(description="sync, rebuild, rebuild-local, first-build or repair")
-    ok: bool
-    started_at: datetime
-    finished_at: datetime | None = None
-    summary: str | None = Field(default=None, description="The indexer's summary line")
-    error: str | None = None
-
-
 class SchedulerState(BaseModel):
     """The periodic re-sync inside ``serve``."""
 

@@ -40,7 +40,6 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on impo
 
 _DENSE_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dense-leg")
 """Shared by every Retriever generation; the engine bounds how many lookups run at once."""
-THREAD_KINDS = frozenset({"card", "issue", "pull"})
 Confidence = Literal["high", "medium", "low"]
 
 _REPO_WORD = re.compile(r"[a-z0-9][a-z0-9._-]{2,60}")
@@ -143,7 +142,6 @@ class Leg(Protocol):
 @dataclass
 class _Evidence:
     signature: float = 0.0
-    signature_line: str = ""
     signature_match: str = ""
     lexical_rank: int | None = None
     lexical: float = 0.0
@@ -159,7 +157,7 @@ class _Evidence:
     def record(self, leg: str, rank: int, hit: LegHit, top: float) -> None:
         """Keep what one leg said about this document."""
         if leg == "signature":
-            self.signature, self.signature_line, self.signature_match = hit.score, hit.line, hit.match
+            self.signature, self.signature_match = hit.score, hit.match
             self.conflict = hit.conflict
         elif leg == "lexical":
             self.lexical_rank, self.lexical = rank, hit.score / top if top else 0.0
@@ -451,7 +449,7 @@ class Retriever:
         scores: dict[int, float] = {}
         for index, e in evidence.items():
             doc = self.documents[index]
-            if doc.kind not in THREAD_KINDS:
+            if not doc.is_thread:
                 continue
             if allowed is not None and doc.repo not in allowed:
                 continue
@@ -575,7 +573,7 @@ class Retriever:
                 if j is None:
                     continue
                 target = self.documents[j]
-                if target.repo != upstream or target.kind not in THREAD_KINDS:
+                if target.repo != upstream or not target.is_thread:
                     continue
                 if allowed is not None and target.repo not in allowed:
                     continue

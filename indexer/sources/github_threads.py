@@ -22,23 +22,6 @@ MAX_SIGNATURES = 10
 MAX_SIGNATURE_CHARS = 300
 MAX_VERSIONS_PER_PACKAGE = 5
 
-# Fields a KB card curates; a live thread never overwrites them.
-CURATED_FIELDS = (
-    "summary",
-    "cause",
-    "fix",
-    "workarounds",
-    "component",
-    "error_source",
-    "error_signatures",
-    "normalized_signatures",
-    "flags",
-    "versions",
-    "fixes",
-    "fix_confirmed",
-    "references",
-)
-
 _CHECKBOX = re.compile(r"^\s{0,6}[-*+] \[[ xX]\]")
 _HEADING = re.compile(r"^(#{1,6})\s")
 _ENV_HEADING = re.compile(r"^#{1,6}\s.{0,10}your (?:current )?environment", re.I)
