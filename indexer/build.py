@@ -19,7 +19,7 @@ from indexer.sources.markdown import markdown_documents
 from indexer.store import Store, UpsertStats
 
 if TYPE_CHECKING:
-    from service.config import Settings
+    from indexer.config import IndexSettings
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def _check_corpus(sections: Sequence[Document], cards: Sequence[Document]) -> li
 
 
 def build_index(
-    settings: Settings,
+    settings: IndexSettings,
     *,
     embedder: Embedder | None = None,
     github: bool = False,
@@ -203,7 +203,7 @@ def build_index(
 
 
 def _sync(
-    settings: Settings, store: Store, summary: BuildSummary, *, full: bool, client: Any, reporter: _Reporter
+    settings: IndexSettings, store: Store, summary: BuildSummary, *, full: bool, client: Any, reporter: _Reporter
 ) -> None:
     from indexer.sources.github import sync_github
 

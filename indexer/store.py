@@ -36,7 +36,7 @@ from indexer.lease import WriterLease
 from indexer.lock import DataDirLock
 
 if TYPE_CHECKING:
-    from service.config import Settings
+    from indexer.config import IndexSettings
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def _metadata(doc: Document, content_hash: str, embed_key: str) -> dict[str, Any
     return meta
 
 
-def _empty_database(settings: Settings) -> str | None:
+def _empty_database(settings: IndexSettings) -> str | None:
     """The embedded store's sqlite file when it exists with zero bytes (a damaged store), else None."""
     path = settings.chroma_dir / "chroma.sqlite3"
     try:
@@ -128,7 +128,7 @@ class Store:
     def __init__(
         self,
         client: Any,
-        settings: Settings,
+        settings: IndexSettings,
         embedder: Embedder,
         *,
         read_only: bool,
@@ -155,7 +155,7 @@ class Store:
     @classmethod
     def open(
         cls,
-        settings: Settings,
+        settings: IndexSettings,
         embedder: Embedder,
         *,
         read_only: bool = False,

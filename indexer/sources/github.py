@@ -32,7 +32,7 @@ from indexer.sources.github_threads import live_update, merge_live, parse_time, 
 from indexer.sources.releases import ReleaseCheck, check_releases
 
 if TYPE_CHECKING:
-    from service.config import Settings
+    from indexer.config import IndexSettings
 
 __all__ = ["SyncResult", "make_client", "merge_live", "sync_github"]
 
@@ -87,7 +87,7 @@ class SyncResult:
         return f"{text} (stopped: {self.stopped_reason})" if self.stopped_reason else text
 
 
-def make_client(settings: Settings, *, per_page: int = PER_PAGE, pace: float | None = None) -> Github:
+def make_client(settings: IndexSettings, *, per_page: int = PER_PAGE, pace: float | None = None) -> Github:
     """A lazy PyGithub client for ``settings.github_api_url`` (retries are ours, see ``_Transport``).
 
     ``pace`` spaces requests (seconds); by default PyGithub's 0.25 s for github.com and none for other
@@ -139,7 +139,7 @@ class _Transport:
     def __init__(
         self,
         requester: Requester,
-        settings: Settings,
+        settings: IndexSettings,
         sleep: Callable[[float], None],
         clock: Callable[[], float],
     ) -> None:
@@ -316,7 +316,7 @@ def _listing(pages: Any, *, search: bool = False) -> Iterator[Item]:
         yield last, None, TRUNCATED
 
 
-def _streams(gh: Github, repo: str, settings: Settings, since: datetime | None) -> list[Iterator[Item]]:
+def _streams(gh: Github, repo: str, settings: IndexSettings, since: datetime | None) -> list[Iterator[Item]]:
     """Listings of the repository's threads, each sorted by ``updated_at`` ascending."""
     repository = gh.get_repo(repo)  # lazy client: no request
     base: dict[str, Any] = {"state": "all", "sort": "updated", "direction": "asc"}
@@ -400,7 +400,7 @@ class _RepoSync:
         self.stored_watermark = None if full else _utc(store.watermark(repo))
         self.watermark = self.stored_watermark
 
-    def run(self, gh: Github, settings: Settings) -> None:
+    def run(self, gh: Github, settings: IndexSettings) -> None:
         seen: dict[int, datetime] = {}
         per_page = gh.per_page
         try:
@@ -462,7 +462,7 @@ class _RepoSync:
 
 
 def sync_github(
-    settings: Settings,
+    settings: IndexSettings,
     store: SyncStore,
     *,
     full: bool = False,
