@@ -100,6 +100,12 @@ class IndexSettings(BaseSettings):
         ge=0,
         description="Longest wait (seconds) for a GitHub rate-limit reset before stopping cleanly.",
     )
+    store_probe_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a probe process may take to open the embedded store before `serve`, `doctor` or "
+        "`index --full` opens it; a hung or crashed probe is reported (or, for --full, the index moved aside).",
+    )
     embedding_backend: Literal["auto", "onnx", "torch"] = Field(
         default="auto",
         description="auto: ONNX int8 when it exports and matches torch (cosine >= 0.99), else torch.",

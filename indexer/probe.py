@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from service.config import Settings
+    from indexer.config import IndexSettings
 
 STALL_ENV = "GPTOSS_DOCTOR_TEST_PROBE_STALL"
 """Fault injection for tests only: the probe child sleeps this many seconds before opening the store."""
@@ -47,7 +47,7 @@ class Probe:
         return self.verdict in ("unreadable", "timeout")
 
 
-def probe_store(settings: Settings, *, timeout: float, lock: bool = True) -> Probe:
+def probe_store(settings: IndexSettings, *, timeout: float, lock: bool = True) -> Probe:
     """Open the embedded store in a child process killed after ``timeout`` s; ``ok`` when there is nothing to open.
 
     ``lock``: the child takes the data dir's shared lock (pass False when this process already holds it
@@ -59,7 +59,7 @@ def probe_store(settings: Settings, *, timeout: float, lock: bool = True) -> Pro
 class RunningProbe:
     """A probe started now and collected later, so the caller can work meanwhile (``serve`` loads its model)."""
 
-    def __init__(self, settings: Settings, *, timeout: float, lock: bool = True) -> None:
+    def __init__(self, settings: IndexSettings, *, timeout: float, lock: bool = True) -> None:
         self.chroma_dir = settings.chroma_dir
         self.timeout = timeout
         self.started = time.monotonic()

@@ -105,7 +105,7 @@ def _empty_database(settings: IndexSettings) -> str | None:
         return None
 
 
-def _probe_before_rebuild(settings: Settings) -> None:
+def _probe_before_rebuild(settings: IndexSettings) -> None:
     """Before a full rebuild opens the embedded store: move it aside when a probe process cannot open it.
 
     This process never opens a store chromadb hangs or fails on (reopening after such a failure is not

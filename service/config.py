@@ -78,12 +78,6 @@ class Settings(IndexSettings):
         description="Host header values /mcp accepts besides 127.0.0.1, localhost and [::1] (e.g. the name a "
         "reverse proxy forwards: doctor.example.com, or doctor.example.com:* for any port).",
     )
-    store_probe_timeout: float = Field(
-        default=30.0,
-        gt=0,
-        description="Seconds a probe process may take to open the embedded store before `serve`, `doctor` or "
-        "`index --full` opens it; a hung or crashed probe is reported (or, for --full, the index moved aside).",
-    )
     log_level: str = Field(default="INFO", description="Python logging level.")
 
     @field_validator("cors_origins", "mcp_allowed_hosts", mode="before")
