@@ -26,6 +26,9 @@ from bench.quality import Outcome, Query, evaluate, query_from_record
 OUTSIDE_FILE = Path(__file__).resolve().parent / "outside" / "outside.jsonl"
 SPLITS = ("tune", "heldout")
 SPLIT_SEED = 20261123
+BATCH_SEEDS = {1: SPLIT_SEED, 2: 20261125}
+"""Each batch of records is drawn with its own seed, so adding a batch never moves an earlier record's
+split. A record without ``batch`` is in batch 1 (the set as first committed)."""
 CATEGORIES = ("error", "symptom", "negative-uncovered", "negative-unrelated")
 SIDES = ("server", "client", "model-files", "environment")
 REPORT_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+#[1-9][0-9]*$")
@@ -48,20 +51,28 @@ def engines(records: Sequence[dict[str, Any]]) -> dict[str, str | None]:
     return {r["id"]: (r.get("expect") or {}).get("engine") for r in records}
 
 
-def assign_splits(records: Sequence[dict[str, Any]], seed: int = SPLIT_SEED) -> dict[str, str]:
-    """Query id -> split: half of each category held out, drawn with a seeded shuffle.
+def batch_of(record: dict[str, Any]) -> int:
+    """The batch a record was added in (1 when it says none)."""
+    return int(record.get("batch", 1))
 
-    A category of odd size gives its extra query to the two splits in turn, so the totals stay within
-    one of each other. The draw depends only on the ids, the categories and the seed.
+
+def assign_splits(records: Sequence[dict[str, Any]], seed: int = SPLIT_SEED) -> dict[str, str]:
+    """Query id -> split: half of each category of each batch held out, drawn with a seeded shuffle.
+
+    Batch 1 is drawn with ``seed``, a later batch with its own seed (``BATCH_SEEDS``), each over its own
+    ids only, so a new batch leaves every earlier split where it was. A category of odd size gives its
+    extra query to the two splits in turn (across batches too), so the totals stay within one of each
+    other. The draw depends only on the ids, the batches, the categories and the seeds.
     """
-    by_category: dict[str, list[str]] = {}
+    groups: dict[tuple[int, str], list[str]] = {}
     for r in records:
-        by_category.setdefault(r["category"], []).append(r["id"])
+        groups.setdefault((batch_of(r), r["category"]), []).append(r["id"])
     out: dict[str, str] = {}
     extra_to = 1  # index into SPLITS of the split that gets the next odd category's extra query
-    for category in sorted(by_category):
-        ids = sorted(by_category[category])
-        random.Random(f"{seed}:{category}").shuffle(ids)
+    for batch, category in sorted(groups):
+        ids = sorted(groups[(batch, category)])
+        batch_seed = seed if batch == 1 else BATCH_SEEDS[batch]
+        random.Random(f"{batch_seed}:{category}").shuffle(ids)
         n_tune = len(ids) // 2
         if len(ids) % 2:
             n_tune += extra_to == 0
@@ -122,14 +133,17 @@ def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list
 def _split_problems(records: Sequence[dict[str, Any]]) -> list[str]:
     """Splits must match the seeded draw and be balanced within each category and overall."""
     problems = []
+    unknown = sorted({str(r.get("batch")) for r in records if r.get("batch", 1) not in BATCH_SEEDS})
+    if unknown:
+        return [f"batch {', '.join(unknown)} has no seed in BATCH_SEEDS"]
     drawn = assign_splits(records)
     for r in records:
         if r.get("split") in SPLITS and drawn.get(r["id"]) != r["split"]:
             problems.append(f"{r['id']}: split {r['split']} differs from the seeded draw ({drawn[r['id']]})")
-    counts = Counter((r.get("category"), r.get("split")) for r in records)
-    for category in {r.get("category") for r in records}:
-        if abs(counts[(category, "tune")] - counts[(category, "heldout")]) > 1:
-            problems.append(f"category {category}: tune and heldout differ by more than one")
+    counts = Counter((batch_of(r), r.get("category"), r.get("split")) for r in records)
+    for batch, category in {(batch_of(r), r.get("category")) for r in records}:
+        if abs(counts[(batch, category, "tune")] - counts[(batch, category, "heldout")]) > 1:
+            problems.append(f"batch {batch}, category {category}: tune and heldout differ by more than one")
     totals = Counter(r.get("split") for r in records)
     if abs(totals["tune"] - totals["heldout"]) > 1:
         problems.append(f"splits unbalanced: {dict(totals)}")

@@ -404,3 +404,19 @@ def test_evaluate_outside_covers_both_splits_and_variants_within_the_limit() -> 
             cell = out[split][variant]
             assert cell["queries"] <= 4 and cell["pipeline"]["hit1"] == 1.0
     assert sum(text.count("\n") >= 100 for text in seen) == len(seen) // 2  # the in-log half: whole logs
+
+
+def test_a_new_batch_of_outside_records_leaves_earlier_splits_where_they_were() -> None:
+    from bench.outside import assign_splits, load_records, validate
+    from indexer.sources.cards import bundled_cards
+
+    records = load_records()
+    first = [r for r in records if r.get("batch", 1) == 1]
+    later = [r for r in records if r.get("batch", 1) != 1]
+    assert first and later
+    # Batch 1 drawn alone gives the splits it has in the whole file: a batch never moves another's.
+    alone = assign_splits(first)
+    assert all(alone[r["id"]] == r["split"] for r in first)
+    # A batch without a seed is refused rather than drawn with some default.
+    bad = [*records[:-1], dict(records[-1], batch=99)]
+    assert any("no seed" in p for p in validate(bad, [c.id for c in bundled_cards()]))
