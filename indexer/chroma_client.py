@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import threading
 import time
@@ -18,6 +19,22 @@ log = logging.getLogger(__name__)
 
 FIX = "rebuild it with `gptoss-doctor index --full`"
 """What every error about an unreadable index tells the user to do."""
+STALL_ENV = "GPTOSS_DOCTOR_TEST_STORE_STALL"
+"""Fault injection for tests only: opening the embedded store hangs this many seconds with the GIL held."""
+
+
+def stall_for_tests() -> None:
+    """Hang as chromadb's native code did on a retried open (issue 16, finding 2), when STALL_ENV asks to.
+
+    The sleep is libc's, called through ``ctypes.PyDLL``, which keeps the GIL for the call: every other
+    thread of the process stops too, as it did in ``Collection.count()``. So a test that injects it shows
+    whether the hang reaches a process that must stay responsive (the server), not only the probe.
+    """
+    seconds = os.environ.get(STALL_ENV)
+    if seconds:
+        import ctypes
+
+        ctypes.PyDLL(None).sleep(int(float(seconds)))
 
 
 def make_client(settings: IndexSettings) -> Any:
@@ -28,13 +45,41 @@ def make_client(settings: IndexSettings) -> Any:
     chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
     if settings.chroma_url:
         return _http_client(settings.chroma_url, chroma_settings)
+    stall_for_tests()
     try:
         settings.chroma_dir.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+        return _persistent_client(chromadb, str(settings.chroma_dir), chroma_settings)
     except Exception as exc:
         if is_disk_full(exc, settings.data_dir):
             raise disk_full(settings.data_dir, OPEN_FAILED) from exc
         raise StoreError(f"the index at {settings.chroma_dir} cannot be opened ({short_error(exc)}); {FIX}") from exc
+
+
+def _persistent_client(chromadb: Any, path: str, chroma_settings: Any) -> Any:
+    """``chromadb.PersistentClient(path)``, never leaving a System that failed to start in chromadb's cache.
+
+    chromadb caches one System per path *before* starting it, and keeps it when starting fails (a full
+    disk, a damaged sqlite). Every later client for that path in this process then reuses the broken
+    System: an AttributeError ('RustBindingsAPI' object has no attribute 'bindings') or a hang in native
+    code, even after the disk was cleared or the file restored (issue 16, finding 2). So a System this
+    call created and that failed is dropped from the cache, and the next open starts a fresh one.
+    """
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    systems: dict[str, Any] = getattr(SharedSystemClient, "_identifier_to_system", {})
+    cached_before = path in systems
+    try:
+        return chromadb.PersistentClient(path=path, settings=chroma_settings)
+    except BaseException:
+        if not cached_before:  # a System another client of this path uses is never touched
+            failed = systems.pop(path, None)
+            getattr(SharedSystemClient, "_identifier_to_refcount", {}).pop(path, None)
+            if failed is not None:
+                try:
+                    failed.stop()
+                except Exception:  # it never started: nothing to stop
+                    pass
+        raise
 
 
 HTTP_TIMEOUT = (3.0, 10.0)

@@ -27,8 +27,6 @@ from typing import IO, TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from indexer.config import IndexSettings
 
-STALL_ENV = "GPTOSS_DOCTOR_TEST_PROBE_STALL"
-"""Fault injection for tests only: the probe child sleeps this many seconds before opening the store."""
 LOCKED = 2
 
 Verdict = Literal["ok", "locked", "unreadable", "timeout"]
@@ -128,6 +126,9 @@ def _check(chroma_dir: str, collection: str) -> None:
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
+    from indexer.chroma_client import stall_for_tests
+
+    stall_for_tests()  # a test's injected hang happens where chromadb's did: opening the store
     client = chromadb.PersistentClient(
         path=chroma_dir, settings=ChromaSettings(anonymized_telemetry=False, allow_reset=False)
     )
@@ -144,9 +145,6 @@ def main(argv: list[str]) -> int:
     from indexer.errors import StoreLocked
     from indexer.lock import DataDirLock
 
-    stall = float(os.environ.get(STALL_ENV) or 0)
-    if stall:
-        time.sleep(stall)
     chroma_dir, collection = argv[0], argv[1]
     lock = None
     if len(argv) > 3 and argv[2] == "--lock":

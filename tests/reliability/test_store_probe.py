@@ -3,8 +3,10 @@
 chromadb's native code hung a retried start-up in ``Collection.count()`` with the GIL held, so
 ``/health`` stopped answering, and ``doctor --fix`` on a damaged sqlite failed inside chromadb's
 bindings. Now ``serve``, ``doctor`` and ``index --full`` open the store in a child process killed after
-``GPTOSS_DOCTOR_STORE_PROBE_TIMEOUT``. A hang is made here with the probe's fault hook (the child
-sleeps before opening the store), real Chroma and real processes otherwise.
+``GPTOSS_DOCTOR_STORE_PROBE_TIMEOUT``. A hang is made here with the store's fault hook, where chromadb
+hung: opening the embedded store sleeps in libc with the GIL held, in whichever process opens it. So
+the tests fail if the server or doctor opened the store themselves (their /health or their own run
+would freeze with it), not only if the probe is missing. Real Chroma and real processes otherwise.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from indexer.probe import STALL_ENV
+from indexer.chroma_client import STALL_ENV
 from service.config import Settings
 from tests.reliability.conftest import wait_until
 from tests.reliability.test_corrupt_data_dir import (  # noqa: F401  (built_base and _fake_model are fixtures)
@@ -56,7 +58,7 @@ def test_serve_answers_health_while_the_store_probe_hangs_then_recovers(
     from service.app import create_app
 
     damaged_copy(built_base, _hermetic_env, lambda data_dir: None)
-    monkeypatch.setenv(STALL_ENV, "60")  # the probe child hangs, as chromadb did
+    monkeypatch.setenv(STALL_ENV, "30")  # opening the store hangs with the GIL held, as chromadb did
     settings = Settings(data_dir=_hermetic_env, store_probe_timeout=PROBE_TIMEOUT)
     app = create_app(settings, retry_delays=(0.5,))  # the real loader, with the fake model
     with TestClient(app, raise_server_exceptions=False) as client:
@@ -79,6 +81,8 @@ def test_serve_answers_health_while_the_store_probe_hangs_then_recovers(
         assert client.post("/lookup", json={"error": ERROR}).status_code == 503
 
         monkeypatch.delenv(STALL_ENV)  # the store answers again: the next retry opens it
+        # A sound probe still imports chromadb and opens the store: seconds on a loaded machine.
+        settings.store_probe_timeout = 60.0
         wait_until(lambda: runtime.state == "ready", timeout=60)
         assert client.get("/health").json()["status"] == "ok"
         answer = client.post("/lookup", json={"error": ERROR})
@@ -91,7 +95,7 @@ def test_doctor_reports_a_hanging_store_instead_of_hanging(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     damaged_copy(built_base, _hermetic_env, lambda data_dir: None)
-    monkeypatch.setenv(STALL_ENV, "60")
+    monkeypatch.setenv(STALL_ENV, "30")
     monkeypatch.setenv("GPTOSS_DOCTOR_STORE_PROBE_TIMEOUT", str(PROBE_TIMEOUT))
     start = time.monotonic()
     code, output, _ = cli("doctor")
@@ -127,3 +131,26 @@ def test_doctor_fix_repairs_a_damaged_sqlite_with_a_clear_message(
     assert again.returncode == 0, again.stdout + again.stderr
     lookup = run("lookup", "--json", ERROR)
     assert lookup.returncode == 0 and '"issues"' in lookup.stdout
+
+
+def test_a_retry_in_the_same_process_opens_the_store_once_the_damage_is_cleared(
+    built_base: Path,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    # The root of both symptoms: chromadb cached the System that failed to start and every later open
+    # of that path in the process reused it (AttributeError on 'bindings', or a hang in native code),
+    # even after the file was restored or the disk cleared. Real Chroma, in this process.
+    from indexer.errors import StoreError
+    from indexer.store import Store
+    from tests.fakes import HashingEmbedder
+
+    data_dir = damaged_copy(built_base, tmp_path / "data", lambda data_dir: None)
+    database = data_dir / "chroma" / "chroma.sqlite3"
+    good = database.read_bytes()
+    _garbage_sqlite(data_dir)
+    settings = Settings(data_dir=data_dir)
+    with pytest.raises(StoreError, match="not a database"):
+        Store.open(settings, HashingEmbedder(), read_only=True)
+    database.write_bytes(good)  # the damage is cleared: a restored file, a freed disk
+    with Store.open(settings, HashingEmbedder(), read_only=True) as store:
+        assert store.count() > 0
