@@ -92,3 +92,31 @@ def disk_full_errors(path: Path) -> Iterator[None]:
         if is_disk_full(exc, path):
             raise disk_full(path) from exc
         raise
+
+
+COPY_MARGIN = 16 * 1024 * 1024
+"""Room a read-only copy of the index needs beyond its own size (chromadb's journal files)."""
+
+
+def read_only_copy(chroma_dir: Path) -> Path:
+    """A copy of the embedded store in a temporary folder on a file system with room; DiskFull when none has.
+
+    chromadb cannot open a store on a full disk even to read it (starting its bindings writes), so a
+    reader serves the last committed index from a copy instead (issue 16, finding 9). The caller holds
+    the data dir's shared lock (no writer is between its writes) and removes the copy when it closes.
+    """
+    import tempfile
+
+    size = sum(item.stat().st_size for item in chroma_dir.rglob("*") if item.is_file())
+    for place in dict.fromkeys([tempfile.gettempdir(), "/dev/shm"]):
+        free = free_bytes(Path(place))
+        if not Path(place).is_dir() or free is None or free < size + COPY_MARGIN:
+            continue
+        target = Path(tempfile.mkdtemp(prefix="gptoss-doctor-full-disk-", dir=place))
+        try:
+            shutil.copytree(chroma_dir, target / "chroma")
+        except OSError:
+            shutil.rmtree(target, ignore_errors=True)
+            continue
+        return target
+    raise disk_full(chroma_dir.parent, f"{OPEN_FAILED} (and no temporary folder has room for a read-only copy)")

@@ -18,11 +18,13 @@ from __future__ import annotations
 import json
 import logging
 import random
+import shutil
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -150,6 +152,8 @@ class Store:
         self._generation = ""
         self._target: str | None = None  # where writes go: the active collection, or a rebuild's
         self.location = settings.chroma_url or str(settings.chroma_dir)
+        self.full_disk: str | None = None  # set when this reader serves a copy because the disk is full
+        self._copy: Path | None = None
 
     # ----------------------------------------------------------------- opening
     @classmethod
@@ -206,6 +210,10 @@ class Store:
                 _probe_before_rebuild(settings)
             try:
                 store = load()
+            except DiskFull:
+                if not read_only or lock is None:
+                    raise
+                return cls._open_copy(settings, embedder, lock)
             except StoreError as exc:
                 if not reset_if_corrupt or settings.chroma_url or isinstance(exc, DiskFull):
                     raise  # a full disk is no corruption: moving the index aside would stop it serving
@@ -222,6 +230,31 @@ class Store:
             if lock is not None:
                 lock.release()
             raise
+
+    @classmethod
+    def _open_copy(cls, settings: IndexSettings, embedder: Embedder, lock: DataDirLock) -> Store:
+        """A reader on a full disk: the last committed index, served from a read-only copy elsewhere.
+
+        chromadb cannot open a store on a full disk even to read it; the copy is made under the shared
+        lock, which is then released (the copy is this reader's alone), and removed on close.
+        """
+        from indexer.diskspace import read_only_copy
+
+        try:
+            copy = read_only_copy(settings.chroma_dir)
+        finally:
+            lock.release()
+        try:
+            store = cls.open(settings.model_copy(update={"data_dir": copy}), embedder, read_only=True)
+        except BaseException:
+            shutil.rmtree(copy, ignore_errors=True)
+            raise
+        store.full_disk = (
+            f"{disk_full(settings.data_dir, 'serving the last committed index from a read-only copy in ' + str(copy))}"
+        )
+        store._copy = copy
+        log.warning("%s", store.full_disk)
+        return store
 
     def _load(self) -> None:
         try:
@@ -349,6 +382,9 @@ class Store:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+        if self._copy is not None:
+            shutil.rmtree(self._copy, ignore_errors=True)
+            self._copy = None
 
     def __enter__(self) -> Store:
         return self
@@ -564,6 +600,7 @@ class Store:
             # Set while a writer is between writing documents and publishing them: still set when no
             # writer runs means one stopped mid-write (killed), and the vectors may be incomplete.
             "dirty": bool(state.get("dirty")),
+            "full_disk": self.full_disk,
         }
 
     def last_run(self) -> dict[str, Any] | None:

@@ -239,6 +239,7 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
         return [Check("index", "skip", "skipped: the store is opened with the embedding model, which failed")]
     if settings.chroma_url is None and not settings.chroma_dir.is_dir():
         return [Check("index", "fail", f"no index at {settings.chroma_dir}", fix=rebuild)]
+    from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
     from indexer.probe import probe_store
     from indexer.sources.cards import bundled_cards, snapshot_meta
     from indexer.store import Store
@@ -248,6 +249,10 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
     unreadable += "to fetch synced threads again)"
     # A store chromadb hangs or fails on is opened in a probe process first, never in this one.
     probe = probe_store(settings, timeout=settings.store_probe_timeout)
+    if probe.failed and is_disk_full(RuntimeError(probe.detail), settings.data_dir):
+        # Not damage: --full would fail the same way. Readers serve a read-only copy meanwhile.
+        full = disk_full(settings.data_dir, OPEN_FAILED)
+        return [Check("index", "fail", str(full), fix="free some space on that disk; the index itself is kept")]
     if probe.failed:
         return [Check("index", "fail", f"cannot open the index: {probe.detail}", fix=unreadable)]
     try:

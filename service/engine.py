@@ -481,6 +481,8 @@ class LookupEngine:
                 "the index was left mid-write by a run that did not finish (killed?): dense search may miss "
                 "documents until the next `gptoss-doctor index` run repairs it (it re-embeds what is stored)"
             )
+        if self._snapshot.status.get("full_disk"):
+            reasons.append(str(self._snapshot.status["full_disk"]))
         if self._snapshot.status.get("vector_problem"):
             reasons.append(
                 f"dense search is damaged: {self._snapshot.status['vector_problem']}; the next "

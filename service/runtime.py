@@ -40,6 +40,7 @@ def default_loader(settings: Settings, note: Callable[[str], None]) -> LookupEng
     of freezing the server with the GIL held.
     """
     from indexer.chroma_client import FIX
+    from indexer.diskspace import is_disk_full
     from indexer.embedding import load_embedder
     from indexer.errors import StoreError
     from indexer.probe import RunningProbe
@@ -50,8 +51,9 @@ def default_loader(settings: Settings, note: Callable[[str], None]) -> LookupEng
     verdict = probe.result()
     if verdict.verdict == "timeout":
         raise StoreError(f"store probe timed out: {verdict.detail}; the server stays up and retries")
-    if verdict.verdict == "unreadable":
+    if verdict.verdict == "unreadable" and not is_disk_full(RuntimeError(verdict.detail), settings.data_dir):
         raise StoreError(f"{verdict.detail}; {FIX}")
+    # On a full disk chromadb cannot open even a sound index: the store serves a read-only copy of it.
     note("loading the index")
     return LookupEngine.open(settings, embedder=embedder, on_build=note)
 

@@ -145,3 +145,73 @@ def test_the_service_keeps_serving_the_last_index_while_a_run_hits_a_full_disk(
         assert answer.status_code == 200
         after = answer.json()
         assert after["degraded"] is False and after["issues"] == before["issues"]
+
+
+def _namespace_command() -> list[str] | None:
+    """``unshare`` arguments that give a child its own mount namespace where it may mount a tmpfs."""
+    import shutil
+    import subprocess
+
+    if shutil.which("unshare") is None:
+        return None
+    trial = "mount -t tmpfs -o size=1m tmpfs /mnt"
+    for command in (["unshare", "--mount"], ["unshare", "--mount", "--map-root-user"]):
+        probe = subprocess.run(
+            [*command, "sh", "-c", trial],
+            capture_output=True,
+            timeout=30,
+        )
+        if probe.returncode == 0:
+            return command
+    return None
+
+
+@pytest.mark.slow
+def test_a_real_full_disk_serves_the_last_index_and_names_the_disk_everywhere(
+    built_base: Path,  # noqa: F811 (the fixture imported above)
+    tmp_path: Path,
+) -> None:
+    # The faults above are injected; this is the real thing: a 48 MB tmpfs holding the index, filled to
+    # the last byte. chromadb cannot even open a store there to read it, so lookups (CLI and served app)
+    # must answer from a read-only copy elsewhere, say so, and every command must name the disk, not
+    # corruption. Then the space comes back and a plain `index` works again.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    namespace = _namespace_command()
+    if namespace is None:
+        pytest.skip("cannot mount a small file system here (needs root or unprivileged user namespaces)")
+    mount, scratch = tmp_path / "disk", tmp_path / "tmp"
+    mount.mkdir()
+    scratch.mkdir()
+    child = Path(__file__).with_name("full_disk_child.py")
+    script = f'mount -t tmpfs -o size=48m tmpfs "{mount}" && exec "{sys.executable}" "{child}" "{built_base}" "{mount}"'
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPTOSS_DOCTOR_")} | {"TMPDIR": str(scratch)}
+    done = subprocess.run([*namespace, "sh", "-c", script], env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["free"] < 1024 * 1024, report["free"]
+
+    lookup = report["lookup"]
+    assert lookup["code"] == 0 and json.loads(lookup["stdout"])["issues"], lookup
+    assert "is full" in lookup["stderr"] and "read-only copy" in lookup["stderr"], lookup["stderr"]
+
+    index = report["index"]
+    assert index["code"] == 1 and "Traceback" not in index["stderr"] + index["stdout"], index
+    last = index["stderr"].strip().splitlines()[-1]
+    assert "is full" in last and str(mount) in last and " free" in last, last
+
+    doctor = [line for line in report["doctor"]["stdout"].splitlines() if "index" in line or "fix:" in line]
+    index_line = next(i for i, line in enumerate(doctor) if line.split()[1:2] == ["index"])
+    assert "is full" in doctor[index_line] and "--full" not in doctor[index_line + 1], doctor
+
+    serve = report["serve"]
+    assert serve["state"] == "ready" and serve["lookup_status"] == 200 and serve["issues"], serve
+    assert any("is full" in r and "read-only copy" in r for r in serve["health"]["reasons"]), serve["health"]
+
+    assert report["index_after"]["code"] == 0, report["index_after"]
+    after = report["lookup_after"]
+    assert after["code"] == 0 and "is full" not in after["stderr"], after
+    assert report["copies_left"] == [], "a read-only copy was left behind"
