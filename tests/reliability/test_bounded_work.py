@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import httpx
@@ -135,3 +135,23 @@ def test_queued_long_logs_leave_threads_for_health_and_short_lookups(
         finally:
             held.release.set()
         assert all(f.result(timeout=120).status_code == 200 for f in longs)
+
+
+def test_the_mcp_issue_tools_wait_in_the_short_lane(fast_components: FastComponents, settings: Settings) -> None:
+    # Issue 16, finding 10: get_issue and list_known_issues read through engine.document(s), under the
+    # same bound as short lookups. With the one short slot held by a lookup, a read waits for it.
+    held = held_embedder(fast_components)
+    engine = fast_components.engine(lane_settings(settings), embedder=held)
+    doc_id = fast_components.documents[0].id
+    held.hold_next = True
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        lookup = pool.submit(engine.lookup, ERROR)
+        assert held.inside.wait(10)
+        one, every = pool.submit(engine.document, doc_id), pool.submit(engine.documents)
+        try:
+            done, _ = wait([one, every], timeout=0.5)
+            assert not done, "an issue tool read ran beside a lookup holding the only short slot"
+        finally:
+            held.release.set()
+        assert lookup.result(timeout=30).issues
+        assert one.result(timeout=30) is not None and every.result(timeout=30)
