@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from indexer.chroma_client import THREADS_LOST
 from indexer.diskspace import disk_full_errors
 from indexer.documents import Document
 from indexer.embedding import Embedder, load_embedder
@@ -39,6 +40,8 @@ class BuildSummary:
     embedded: int = 0
     github_requests: int = 0
     github_stopped: str | None = None
+    moved_aside: str | None = None
+    """Where a full rebuild moved an unreadable index (its synced threads were not carried over)."""
     full: bool = False
     embedder: str = ""
     generation: str = ""
@@ -56,6 +59,8 @@ class BuildSummary:
             text += " (full rebuild)"
         if self.github_stopped:
             text += f"; GitHub sync stopped: {self.github_stopped}"
+        if self.moved_aside:
+            text += f"; the unreadable index was moved to {self.moved_aside}: {THREADS_LOST}"
         return text
 
     def as_dict(self) -> dict[str, Any]:
@@ -162,6 +167,7 @@ def build_index(
         summary.embedder = embedder.name
         if store is None:
             store = Store.open(settings, embedder, lock_timeout=lock_timeout, reset_if_corrupt=full)
+            summary.moved_aside = str(store.moved_aside) if store.moved_aside else None
         try:
             rebuild: AbstractContextManager[None] = (
                 store.rebuild(carry=lambda d: "github" in d.sources) if full else nullcontext()

@@ -7,6 +7,7 @@ import os
 import shutil
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
@@ -140,14 +141,23 @@ def _bound_http(client: Any) -> None:
         session.timeout = httpx.Timeout(read, connect=connect)
 
 
-def move_aside(settings: IndexSettings) -> None:
-    """Move a corrupt embedded store out of the way (kept for inspection) so a rebuild can start."""
+THREADS_LOST = "synced GitHub threads it held are not carried over (`gptoss-doctor index --github` fetches them again)"
+"""What a rebuild that moved an unreadable store aside tells the user: its synced threads are gone from the index."""
+
+
+def move_aside(settings: IndexSettings, reason: str) -> Path:
+    """Move a corrupt embedded store out of the way (kept for inspection) so a rebuild can start.
+
+    Returns where it went. The rebuild starts from the docs and the bundled KB only, so the warning says
+    the synced threads are lost (the caller also puts it in the run's summary).
+    """
     from chromadb.api.shared_system_client import SharedSystemClient
 
     target = settings.chroma_dir.with_name(f"chroma.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-    log.warning("the index at %s is unreadable; moving it to %s and rebuilding", settings.chroma_dir, target)
+    log.warning("%s: moved it to %s and rebuilding; %s", reason, target, THREADS_LOST)
     SharedSystemClient.clear_system_cache()
     shutil.move(str(settings.chroma_dir), str(target))
+    return target
 
 
 def short_error(exc: BaseException) -> str:

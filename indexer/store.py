@@ -107,7 +107,7 @@ def _empty_database(settings: IndexSettings) -> str | None:
         return None
 
 
-def _probe_before_rebuild(settings: IndexSettings) -> None:
+def _probe_before_rebuild(settings: IndexSettings) -> Path | None:
     """Before a full rebuild opens the embedded store: move it aside when a probe process cannot open it.
 
     This process never opens a store chromadb hangs or fails on (reopening after such a failure is not
@@ -117,11 +117,10 @@ def _probe_before_rebuild(settings: IndexSettings) -> None:
 
     probe = probe_store(settings, timeout=settings.store_probe_timeout, lock=False)
     if not probe.failed:
-        return
+        return None
     if is_disk_full(RuntimeError(probe.detail), settings.data_dir):
         raise disk_full(settings.data_dir, OPEN_FAILED)  # no corruption: keep the index where it serves
-    log.warning("%s; rebuilding", probe.detail)
-    move_aside(settings)
+    return move_aside(settings, probe.detail)
 
 
 class Store:
@@ -154,6 +153,7 @@ class Store:
         self.location = settings.chroma_url or str(settings.chroma_dir)
         self.full_disk: str | None = None  # set when this reader serves a copy because the disk is full
         self._copy: Path | None = None
+        self.moved_aside: Path | None = None  # set when a full rebuild moved an unreadable store here
 
     # ----------------------------------------------------------------- opening
     @classmethod
@@ -199,15 +199,12 @@ class Store:
             return store
 
         try:
-            if reset_if_corrupt and not settings.chroma_url and _empty_database(settings):
-                log.warning(
-                    "the index database under %s is empty (0 bytes); rebuilding. Synced GitHub threads are lost "
-                    "until the next sync (`gptoss-doctor index --github`)",
-                    settings.chroma_dir,
-                )
-                move_aside(settings)
+            moved: Path | None = None
+            empty = _empty_database(settings) if reset_if_corrupt and not settings.chroma_url else None
+            if empty:
+                moved = move_aside(settings, f"the index database {empty} is empty (0 bytes)")
             elif reset_if_corrupt and not settings.chroma_url:
-                _probe_before_rebuild(settings)
+                moved = _probe_before_rebuild(settings)
             try:
                 store = load()
             except DiskFull:
@@ -217,8 +214,9 @@ class Store:
             except StoreError as exc:
                 if not reset_if_corrupt or settings.chroma_url or isinstance(exc, DiskFull):
                     raise  # a full disk is no corruption: moving the index aside would stop it serving
-                move_aside(settings)
+                moved = move_aside(settings, str(exc).removesuffix(f"; {FIX}"))  # this run is that fix
                 store = load()
+            store.moved_aside = moved
             if not read_only and not reset_if_corrupt:  # a full rebuild replaces the vectors anyway
                 try:
                     store._heal()

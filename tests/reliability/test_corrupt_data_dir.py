@@ -205,6 +205,39 @@ def test_following_the_advice_repairs_the_index(damage: str, built_base: Path, _
     assert "vllm-project/vllm#" in output or "openai/harmony#" in output
 
 
+LOST_THREADS = "synced github threads"  # the warning's subject, matched case-insensitively
+REFETCH = "gptoss-doctor index --github"
+
+
+@pytest.mark.parametrize("damage", ["zero-length chroma.sqlite3", "garbage chroma.sqlite3"])
+def test_a_rebuild_over_an_unreadable_index_says_synced_threads_are_lost(
+    damage: str, built_base: Path, _hermetic_env: Path
+) -> None:
+    # Issue 16, finding 9: `index --full` over a zero-length chroma.sqlite3 rebuilt silently, dropping the
+    # synced GitHub threads it held. The user must be told, in the run's own output, and how to get them back.
+    damaged_copy(built_base, _hermetic_env, UNRECOVERABLE[damage])
+    code, output, _ = cli("index", "--full")
+    assert code == 0, output
+    summary = output.strip().splitlines()[-1]  # stdout's summary line: shown whatever the log level
+    assert LOST_THREADS in summary.lower() and REFETCH in summary, output
+    assert "chroma.corrupt-" in summary, output  # where the old store went (kept for inspection)
+
+
+def test_doctor_fix_over_an_empty_index_says_synced_threads_are_lost(built_base: Path, _hermetic_env: Path) -> None:
+    # doctor logs only errors, so a warning in the log alone would not reach its user.
+    damaged_copy(built_base, _hermetic_env, UNRECOVERABLE["zero-length chroma.sqlite3"])
+    code, output, _ = cli("doctor", "--fix")
+    assert LOST_THREADS in output.lower() and REFETCH in output, output
+
+
+def test_a_rebuild_over_a_sound_index_warns_of_nothing_lost(built_base: Path, _hermetic_env: Path) -> None:
+    # The warning above means something only if a rebuild that carries the synced threads over is quiet.
+    damaged_copy(built_base, _hermetic_env, lambda data_dir: None)
+    code, output, _ = cli("index", "--full")
+    assert code == 0, output
+    assert LOST_THREADS not in output.lower() and "chroma.corrupt-" not in output, output
+
+
 def test_real_process_exits_with_the_message_only(built_base: Path, tmp_path: Path) -> None:
     """The console script in its own process: exit status 1, one line on stderr, no traceback."""
     data_dir = damaged_copy(built_base, tmp_path / "real", _garbage_sqlite)
