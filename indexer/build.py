@@ -1,4 +1,8 @@
-"""Orchestration: markdown docs + bundled KB cards (+ a GitHub sync) into the store, with a summary."""
+"""Orchestration: every registered source (indexer/sources/base.py) into the store, with a summary.
+
+The complete sources (markdown docs, bundled KB cards) run first; then what only they produced and no
+longer produce is removed; then the incremental ones (the GitHub sync, with ``github``).
+"""
 
 from __future__ import annotations
 
@@ -7,16 +11,15 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from indexer.chroma_client import THREADS_LOST
 from indexer.diskspace import disk_full_errors
-from indexer.documents import Document
+from indexer.documents import Document, SourceName
 from indexer.embedding import Embedder, load_embedder
-from indexer.sources.cards import card_documents
-from indexer.sources.markdown import markdown_documents
+from indexer.sources.base import Source, SourceRun, registered
 from indexer.store import Store, UpsertStats
 
 if TYPE_CHECKING:
@@ -105,32 +108,91 @@ class _Reporter:
         return lambda n: self._progress.advance(task, n)
 
 
-def _merge_cards(store: Store, cards: Sequence[Document]) -> list[Document]:
-    """Cards to write: a card whose thread the GitHub sync already holds merges into the live doc."""
-    existing = store.get_many([c.id for c in cards])
-    live = {i: d for i, d in existing.items() if "github" in d.sources}
-    if not live:
-        return list(cards)
-    try:
-        from indexer.sources.github import merge_live
-    except ImportError:  # no GitHub support installed: keep what the sync stored
-        return [c for c in cards if c.id not in live]
-    return [merge_live(c, live[c.id]) if c.id in live else c for c in cards]
+class _Offline:
+    """The empty index an embedder's corpus sample is fetched against (before the store is open)."""
+
+    def get(self, doc_id: str) -> Document | None:
+        return None
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Document]:
+        return {}
+
+    def documents(self) -> list[Document]:
+        return []
 
 
-def _vanished(store: Store, sections: Sequence[Document], cards: Sequence[Document]) -> list[str]:
-    """Ids stored from the docs or the snapshot alone that those sources no longer produce."""
-    current = {d.id for d in sections} | {d.id for d in cards}
-    return [
-        d.id
-        for d in store.documents()
-        if d.id not in current and set(d.sources) <= {"docs", "snapshot"} and d.kind in {"reference-section", "card"}
-    ]
-
-
-def _check_corpus(sections: Sequence[Document], cards: Sequence[Document]) -> list[str]:
+def _check_corpus(settings: IndexSettings, sources: Sequence[Source]) -> list[str]:
+    """A sample of the offline sources' texts (16 doc sections, 48 across the KB cards): the embedder
+    checks its backend against it once."""
+    fetched = {
+        s.name: [d for batch in s.fetch(SourceRun(settings, _Offline()), {}) for d in batch.documents]
+        for s in sources
+        if s.name in (SourceName.DOCS, SourceName.SNAPSHOT)
+    }
+    sections, cards = fetched.get(SourceName.DOCS, []), fetched.get(SourceName.SNAPSHOT, [])
     step = max(1, len(cards) // 48)
     return [d.text for d in sections[:16]] + [d.text for d in cards[::step][:48]]
+
+
+@dataclass
+class _Tally:
+    """What one source's run did."""
+
+    yielded: int = 0
+    stats: UpsertStats = field(default_factory=UpsertStats)
+    produced: set[str] = field(default_factory=set)
+
+
+_STEP: dict[str, str] = {
+    SourceName.DOCS: "doc sections",
+    SourceName.SNAPSHOT: "KB cards",
+    SourceName.GITHUB: "GitHub sync",
+}
+
+
+def _run_source(store: Store, source: Source, run: SourceRun, reporter: _Reporter) -> _Tally:
+    """Fetch a source's batches from its stored cursor and commit each before asking for the next."""
+    tally = _Tally()
+    advance = reporter.step(_STEP.get(source.name, f"source {source.name}"))
+    batches = source.fetch(run, store.cursor(source.name))
+    try:
+        for batch in batches:
+            docs = batch.documents
+            tally.yielded += len(docs)
+            tally.produced.update(d.id for d in docs)
+            if batch.cursor is None:
+                tally.stats += store.upsert(docs, progress=advance)
+            else:
+                tally.stats += store.commit(docs, source=source.name, cursor=batch.cursor, progress=advance)
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:  # a failed commit closes the source's fetch (its transport, its files)
+            close()
+    return tally
+
+
+def _vanished(store: Store, complete: Sequence[Source], produced: set[str]) -> list[str]:
+    """Ids stored from complete sources alone (docs, the snapshot) that those sources no longer produce."""
+    names = {s.name for s in complete}
+    return [d.id for d in store.documents() if d.id not in produced and d.sources and set(d.sources) <= names]
+
+
+def _summarize(summary: BuildSummary, source: Source, tally: _Tally, run: SourceRun) -> None:
+    """Fold one source's run into the summary: doc sections count apart, everything else as threads."""
+    stats = tally.stats
+    summary.embedded += stats.embedded
+    if source.name == SourceName.DOCS:
+        summary.sections = tally.yielded
+        summary.sections_changed = stats.new + stats.updated
+        return
+    if source.name == SourceName.SNAPSHOT:
+        summary.cards = tally.yielded + run.skipped
+    summary.issues_new += stats.new
+    summary.issues_updated += stats.updated
+    summary.issues_unchanged += stats.unchanged + run.skipped
+    if source.network:
+        summary.github_requests += run.requests
+        summary.github_stopped = summary.github_stopped or run.stopped
 
 
 def build_index(
@@ -153,9 +215,7 @@ def build_index(
     started = time.perf_counter()
     reporter = _Reporter(sys.stderr.isatty() if progress is None else progress)
     summary = BuildSummary(full=full)
-    sections = markdown_documents(settings.docs_dir)
-    cards = card_documents()
-    summary.sections, summary.cards = len(sections), len(cards)
+    sources = registered(network=github)
     own_store = store is None
     # A full disk surfaces as whatever write hit it first (often chromadb's compaction error): one
     # message names it instead (the embedded store's disk; a Chroma server's disk is the server's).
@@ -163,32 +223,34 @@ def build_index(
     with reporter.running(), disk:
         if embedder is None:
             reporter.step("loading the embedding model")
-            embedder = load_embedder(settings, corpus=_check_corpus(sections, cards))
+            embedder = load_embedder(settings, corpus=_check_corpus(settings, sources))
         summary.embedder = embedder.name
         if store is None:
             store = Store.open(settings, embedder, lock_timeout=lock_timeout, reset_if_corrupt=full)
             summary.moved_aside = str(store.moved_aside) if store.moved_aside else None
         try:
+            complete = [s for s in sources if s.complete]
+            incremental = [s for s in sources if not s.complete]
+            # A rebuild carries over what incremental sources stored (with their cursors): a run without
+            # them keeps their documents, and a run with them that stops early loses nothing.
+            rebuilt = {s.name for s in complete}
             rebuild: AbstractContextManager[None] = (
-                store.rebuild(carry=lambda d: "github" in d.sources) if full else nullcontext()
+                store.rebuild(carry=lambda d: not set(d.sources) <= rebuilt) if full else nullcontext()
             )
             with rebuild:
-                advance = reporter.step("doc sections", total=len(sections))
-                section_stats = store.upsert(sections, progress=advance)
-                summary.sections_changed = section_stats.new + section_stats.updated
-                to_write = _merge_cards(store, cards)
-                advance = reporter.step("KB cards", total=len(to_write))
-                card_stats = store.upsert(to_write, progress=advance)
-                gone = _vanished(store, sections, cards)
+                produced: set[str] = set()
+                for source in complete:
+                    run = SourceRun(settings, store, full=full, github_client=github_client)
+                    tally = _run_source(store, source, run, reporter)
+                    produced |= tally.produced
+                    _summarize(summary, source, tally, run)
+                gone = _vanished(store, complete, produced)
                 if gone:
                     store.delete(gone)
                 summary.removed = len(gone)
-                summary.issues_new = card_stats.new
-                summary.issues_updated = card_stats.updated
-                summary.issues_unchanged = card_stats.unchanged + (len(cards) - len(to_write))
-                summary.embedded = (section_stats + card_stats).embedded
-                if github:
-                    _sync(settings, store, summary, full=full, client=github_client, reporter=reporter)
+                for source in incremental:
+                    run = SourceRun(settings, store, full=full, github_client=github_client)
+                    _summarize(summary, source, _run_source(store, source, run, reporter), run)
                 store.mark_built()
             summary.documents = store.count()
             summary.generation = store.generation()
@@ -206,20 +268,6 @@ def build_index(
                 store.close()
     log.info(summary.line(), extra={"summary": summary.as_dict()})
     return summary
-
-
-def _sync(
-    settings: IndexSettings, store: Store, summary: BuildSummary, *, full: bool, client: Any, reporter: _Reporter
-) -> None:
-    from indexer.sources.github import sync_github
-
-    reporter.step("GitHub sync")
-    result = sync_github(settings, store, full=full, client=client)
-    summary.issues_new += result.new
-    summary.issues_updated += result.updated
-    summary.issues_unchanged += result.unchanged
-    summary.github_requests = result.requests
-    summary.github_stopped = result.stopped_reason
 
 
 def _outcome(summary: BuildSummary, *, ok: bool, error: str | None = None) -> dict[str, Any]:

@@ -6,13 +6,39 @@ import hashlib
 import json
 import re
 from datetime import date, datetime
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ISSUE_ID = re.compile(r"^(?P<repo>[\w.-]+/[\w.-]+)#(?P<number>\d+)$")
 
-Kind = Literal["reference-section", "card", "issue", "pull"]
+
+
+class DocKind(StrEnum):
+    """What a Document is: a reference-doc section, a KB card, or a live GitHub issue or pull request."""
+
+    REFERENCE_SECTION = "reference-section"
+    CARD = "card"
+    ISSUE = "issue"
+    PULL = "pull"
+
+
+class ThreadKind(StrEnum):
+    """A GitHub thread's own kind (a KB card is one of these too)."""
+
+    ISSUE = "issue"
+    PULL = "pull"
+
+
+class SourceName(StrEnum):
+    """The built-in sources (``Document.sources``); a plugged-in source names itself (indexer/sources/base.py)."""
+
+    DOCS = "docs"
+    SNAPSHOT = "snapshot"
+    GITHUB = "github"
+
+
 State = Literal["open", "closed", "merged"]
 Component = Literal[
     "harmony-parser",
@@ -34,7 +60,14 @@ Component = Literal[
     "other",
 ]
 FlagRole = Literal["fix", "avoid", "context"]
-ReleaseSource = Literal["github", "card"]
+
+
+class ReleaseSource(StrEnum):
+    """Where a PR's ``released_in`` comes from: the sync compared tags (github), or a curator read it (card)."""
+
+    GITHUB = "github"
+    CARD = "card"
+
 ErrorSource = Literal["vllm-server", "harmony-library", "client", "other-server", "model-files", "unknown"]
 
 
@@ -75,7 +108,7 @@ class Card(BaseModel):
     id: str
     repo: str
     number: int = Field(gt=0)
-    kind: Literal["issue", "pull"]
+    kind: ThreadKind
     state: State
     url: str
     title: str = Field(min_length=1)
@@ -130,7 +163,7 @@ class Card(BaseModel):
             raise ValueError(f"id {self.id!r} does not match repo {self.repo!r} and number {self.number}")
 
 
-THREAD_KINDS: frozenset[str] = frozenset({"card", "issue", "pull"})
+THREAD_KINDS: frozenset[DocKind] = frozenset({DocKind.CARD, DocKind.ISSUE, DocKind.PULL})
 """Document kinds that are GitHub threads (a KB card is one too); the rest are reference-doc sections."""
 
 
@@ -144,7 +177,7 @@ class Document(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(description="owner/repo#N for threads, reference/x.md#anchor for doc sections")
-    kind: Kind
+    kind: DocKind
     repo: str | None = None
     number: int | None = None
     title: str
@@ -205,6 +238,20 @@ class Document(BaseModel):
     def is_thread(self) -> bool:
         """A GitHub issue or PR (curated card or live), as opposed to a reference-doc section."""
         return self.kind in THREAD_KINDS
+
+    @property
+    def thread_kind(self) -> ThreadKind | None:
+        """Issue or pull request for a thread (a card's is read from its URL), None for a doc section."""
+        if not self.is_thread:
+            return None
+        if self.kind is DocKind.PULL or (self.url is not None and "/pull/" in self.url):
+            return ThreadKind.PULL
+        return ThreadKind.ISSUE
+
+    @property
+    def from_github(self) -> bool:
+        """True when the GitHub sync contributed fields (the live thread), not only the docs or the snapshot."""
+        return SourceName.GITHUB in self.sources
 
     def content_hash(self) -> str:
         """A stable hash of everything stored; unchanged documents are never re-embedded."""

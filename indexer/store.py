@@ -1,13 +1,11 @@
-"""The Chroma store: documents with their embeddings, content hashes, generation stamp and watermarks.
+"""The Chroma store: documents with their embeddings and content hashes, in generations.
 
 Layout inside Chroma (embedded ``PersistentClient`` or a ``chroma run`` server, same code):
 
 * ``<collection>__g<N>``: a data collection (cosine space). Each record holds the Document's full JSON
   in ``documents``, its vector, and scalar metadata (kind, repo, number, state, hashes).
-* ``<collection>__meta``: small records with a 1-d dummy vector:
-  ``active`` -> which data collection serves and its generation; ``state:<data collection>`` ->
-  generation, watermarks, built/synced times, embedder; ``last_run`` -> the last run's outcome;
-  on a Chroma server, ``lease:writer`` -> which process is writing (one at a time, indexer/lease.py).
+* ``<collection>__meta``: the generations, the sources' cursors, the last run and the writer lease
+  (indexer/meta.py).
 
 Keeping meta in Chroma makes replicas on one server agree. A full rebuild writes a fresh data collection
 and swaps ``active`` only when it completes, so a failed rebuild leaves the last good index serving.
@@ -15,15 +13,12 @@ and swaps ``active`` only when it completes, so a failed rebuild leaves the last
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 import shutil
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,19 +26,29 @@ import numpy as np
 
 from indexer.chroma_client import FIX, make_client, move_aside, short_error
 from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
-from indexer.documents import Document
+from indexer.documents import DocKind, Document
 from indexer.embedding import Embedder
 from indexer.errors import DiskFull, StoreError, StoreLocked
 from indexer.lease import WriterLease
 from indexer.lock import DataDirLock
+from indexer.meta import (
+    Cursor,
+    IndexMeta,
+    StoreStatus,
+    cursors_field,
+    merged_cursor,
+    new_generation,
+    now_iso,
+    parse_time,
+    read_cursors,
+    state_with,
+)
 
 if TYPE_CHECKING:
     from indexer.config import IndexSettings
 
 log = logging.getLogger(__name__)
 
-ACTIVE = "active"
-LAST_RUN = "last_run"
 CHUNK = 256
 EMBED_CHUNK = 64
 SELF_CHECK = 8
@@ -72,14 +77,6 @@ class UpsertStats:
         return UpsertStats(*(a + b for a, b in zip(asdict(self).values(), asdict(other).values(), strict=True)))
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def _embed_key(embedder: Embedder, doc: Document) -> str:
     # The model family, not the backend: ONNX int8 and torch vectors agree to cosine >= 0.99, so a
     # backend switch does not re-embed the corpus; a different model or dimension does.
@@ -88,7 +85,7 @@ def _embed_key(embedder: Embedder, doc: Document) -> str:
 
 
 def _metadata(doc: Document, content_hash: str, embed_key: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"kind": doc.kind, "content_hash": content_hash, "embed_key": embed_key}
+    meta: dict[str, Any] = {"kind": doc.kind.value, "content_hash": content_hash, "embed_key": embed_key}
     if doc.repo:
         meta["repo"] = doc.repo
     if doc.number is not None:
@@ -145,7 +142,7 @@ class Store:
         self._lease: WriterLease | None = None  # a writer's hold on a Chroma server's index
         self._base = settings.collection
         self._meta_name = f"{self._base}__meta"
-        self._meta: Any = None
+        self._meta: IndexMeta | None = None
         self._collections: dict[str, Any] = {}
         self._active: str | None = None
         self._generation = ""
@@ -262,18 +259,20 @@ class Store:
                     raise StoreError(f"the index at {self.location} has data but no metadata; {FIX}")
                 if self.read_only:
                     return  # an empty store: nothing indexed yet
-                self._meta = self._client.get_or_create_collection(self._meta_name, embedding_function=None)
+                self._meta = IndexMeta(
+                    self._client.get_or_create_collection(self._meta_name, embedding_function=None)
+                )
             else:
-                self._meta = self._client.get_collection(self._meta_name, embedding_function=None)
+                self._meta = IndexMeta(self._client.get_collection(self._meta_name, embedding_function=None))
             if not self.read_only and self.settings.chroma_url and self._lease is None:
                 # Other hosts may write this server's index too: one writer at a time (indexer/lease.py).
-                self._lease = WriterLease(self._meta, self.location).acquire(timeout=self._lock_timeout)
-            active = self._meta_get([ACTIVE]).get(ACTIVE)
+                self._lease = WriterLease(self._meta.collection, self.location).acquire(timeout=self._lock_timeout)
+            active = self._meta.active()
             if active is None:
                 if self.read_only:
                     return
                 name = self._create_data_collection()
-                self._write_meta({ACTIVE: {"collection": name, "generation": self._state(name)["generation"]}})
+                self._meta.publish(name, self._state(name), active=True)
                 active = {"collection": name, "generation": self._state(name)["generation"]}
             self._active = str(active["collection"])
             self._generation = str(active["generation"])
@@ -355,21 +354,19 @@ class Store:
     def repair(self, reason: str) -> None:
         """Re-embed every served document into a fresh collection and swap it in (the rebuild's swap).
 
-        Documents, watermarks and times are kept: only the vectors are made again. A repair that dies in
+        Documents, cursors and times are kept: only the vectors are made again. A repair that dies in
         turn leaves the damaged collection serving, still marked, and the next writer repairs it.
         """
         old = str(self._active)
         state = self._state(old)
         docs = self.documents()
         log.warning("the index at %s needs repair: %s; re-embedding its %d documents", self.location, reason, len(docs))
-        kept = {key: state.get(key) or "" for key in ("watermarks", "github_synced_at")}
         with self.rebuild():
             target = self._writable_target()
-            self._write_meta({f"state:{target}": self._state(target) | kept})
+            self._keep_cursors(old, target)
             self._apply(docs, progress=None)
         if state.get("built_at"):  # the documents date from the killed run's build, not from now
-            name = str(self._active)
-            self._write_meta({f"state:{name}": self._state(name) | {"built_at": state["built_at"]}})
+            self._update_state(str(self._active), built_at=state["built_at"])
         log.warning("repaired the index at %s (%d documents re-embedded)", self.location, len(docs))
 
     def close(self) -> None:
@@ -391,19 +388,22 @@ class Store:
         self.close()
 
     # ----------------------------------------------------------------- meta helpers
-    def _meta_get(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        if self._meta is None:
-            return {}
-        got = self._meta.get(ids=list(ids), include=["metadatas"])
-        return {i: dict(m or {}) for i, m in zip(got["ids"], got["metadatas"] or [], strict=False)}
-
-    def _write_meta(self, records: dict[str, dict[str, Any]]) -> None:
+    def _writable_meta(self) -> IndexMeta:
         self._require_writable()
-        ids = list(records)
-        self._meta.upsert(ids=ids, embeddings=[[1.0]] * len(ids), metadatas=[records[i] for i in ids])
+        if self._meta is None:
+            raise StoreError(f"the index at {self.location} is not initialised; {FIX}")
+        return self._meta
 
     def _state(self, name: str) -> dict[str, Any]:
-        return self._meta_get([f"state:{name}"]).get(f"state:{name}", {})
+        return self._meta.state(name) if self._meta is not None else {}
+
+    def _update_state(self, name: str, **changes: Any) -> dict[str, Any]:
+        return self._writable_meta().update_state(name, **changes)
+
+    def _keep_cursors(self, old: str, new: str) -> None:
+        """Copy the sources' cursors of collection ``old`` to ``new`` (a rebuild that carries data over)."""
+        cursors = read_cursors(self._state(old))
+        self._update_state(new, **cursors_field(cursors))
 
     def _create_data_collection(self) -> str:
         names = {c if isinstance(c, str) else c.name for c in self._client.list_collections()}
@@ -412,18 +412,7 @@ class Store:
             seq += 1
         name = f"{self._base}__g{seq}"
         self._client.create_collection(name, embedding_function=None, configuration={"hnsw": {"space": "cosine"}})
-        self._write_meta(
-            {
-                f"state:{name}": {
-                    "generation": uuid.uuid4().hex[:16],
-                    "created_at": _now(),
-                    "watermarks": "{}",
-                    "dirty": False,
-                    "embedder": self.embedder.name,
-                    "dimension": self.embedder.dimension,
-                }
-            }
-        )
+        self._writable_meta().new_state(name, self.embedder.name, self.embedder.dimension)
         return name
 
     def _collection(self, name: str) -> Any:
@@ -438,13 +427,12 @@ class Store:
     def _bump(self, name: str, **extra: Any) -> str:
         """New generation for a data collection (and the active pointer when it serves)."""
         self._check_lease()
-        generation = uuid.uuid4().hex[:16]
-        state = self._state(name) | extra | {"generation": generation, "dirty": False}
-        records = {f"state:{name}": state}
+        generation = new_generation()
+        meta = self._writable_meta()
+        state = state_with(self._state(name), **extra) | {"generation": generation, "dirty": False}
+        meta.publish(name, state, active=name == self._active)
         if name == self._active:
-            records[ACTIVE] = {"collection": name, "generation": generation}
             self._generation = generation
-        self._write_meta(records)
         return generation
 
     def _refresh(self) -> None:
@@ -453,7 +441,7 @@ class Store:
                 # A read-only store opened before the first build: look again, cheaply.
                 self._load()
             return
-        active = self._meta_get([ACTIVE]).get(ACTIVE)
+        active = self._meta.active()
         if active:
             if active["collection"] != self._active and self._target == self._active:
                 self._target = str(active["collection"])
@@ -569,42 +557,38 @@ class Store:
         result: int = self._read(lambda col: col.count(), 0)
         return result
 
-    def watermark(self, repo: str) -> datetime | None:
-        """The UTC time up to which ``repo`` is synced into the collection being written (or served)."""
+    def cursor(self, source: str) -> Cursor:
+        """Where ``source`` stands in the collection being written (or served); empty before its first run."""
         name = self._target or self._active
         if name is None:
-            return None
-        value = json.loads(self._state(name).get("watermarks") or "{}").get(repo)
-        return datetime.fromisoformat(value) if value else None
+            return {}
+        found = read_cursors(self._state(name)).get(source)
+        return dict(found.cursor) if found else {}
 
-    def status(self) -> dict[str, Any]:
-        """Counts, times, generation and last run, for /v1/index/status and the CLI."""
+    def status(self) -> StoreStatus:
+        """Counts, times, generation, cursors and last run, for /v1/index/status, the CLI and the engine."""
         self._refresh()
         state = self._state(self._active) if self._active else {}
         issues: int = self._read(
-            lambda col: len(col.get(where={"kind": {"$ne": "reference-section"}}, include=[])["ids"]), 0
+            lambda col: len(col.get(where={"kind": {"$ne": DocKind.REFERENCE_SECTION.value}}, include=[])["ids"]), 0
         )
-        return {
-            "documents": self.count(),
-            "issues": issues,
-            "built_at": state.get("built_at") or None,
-            "github_synced_at": state.get("github_synced_at") or None,
-            "generation": self.generation(),
-            "embedder": state.get("embedder"),
-            "watermarks": json.loads(state.get("watermarks") or "{}"),
-            "store": "server" if self.settings.chroma_url else "embedded",
-            "location": self.location,
-            "last_run": self.last_run(),
-            # Set while a writer is between writing documents and publishing them: still set when no
-            # writer runs means one stopped mid-write (killed), and the vectors may be incomplete.
-            "dirty": bool(state.get("dirty")),
-            "full_disk": self.full_disk,
-        }
+        return StoreStatus(
+            documents=self.count(),
+            issues=issues,
+            built_at=parse_time(state.get("built_at") or None),
+            generation=self.generation(),
+            embedder=state.get("embedder"),
+            cursors=read_cursors(state),
+            store="server" if self.settings.chroma_url else "embedded",
+            location=self.location,
+            last_run=self.last_run(),
+            dirty=bool(state.get("dirty")),
+            full_disk=self.full_disk,
+        )
 
     def last_run(self) -> dict[str, Any] | None:
         """The last recorded index/sync outcome."""
-        record = self._meta_get([LAST_RUN]).get(LAST_RUN)
-        return json.loads(record["json"]) if record and record.get("json") else None
+        return self._meta.last_run() if self._meta is not None else None
 
     # ----------------------------------------------------------------- writes
     def upsert(self, docs: Sequence[Document], *, progress: Progress | None = None) -> UpsertStats:
@@ -614,27 +598,22 @@ class Store:
             self._bump(self._writable_target())
         return stats
 
-    def commit_batch(
-        self, docs: Sequence[Document], watermarks: dict[str, datetime], *, progress: Progress | None = None
+    def commit(
+        self, docs: Sequence[Document], *, source: str, cursor: Cursor, progress: Progress | None = None
     ) -> UpsertStats:
-        """Upsert docs, THEN advance the watermarks and bump the generation in one meta write.
+        """Upsert docs, THEN store ``source``'s cursor (its keys replace the stored ones) and bump the
+        generation in one meta write.
 
-        A crash before the end leaves the old watermarks, and re-fetching is idempotent.
+        A crash before the end leaves the old cursor, and fetching again from it is idempotent.
         """
         stats = self._apply(docs, progress=progress)
         name = self._writable_target()
         state = self._state(name)
-        marks = json.loads(state.get("watermarks") or "{}")
-        for repo, when in watermarks.items():
-            old = marks.get(repo)
-            new = _utc(when)
-            if old is None or new > datetime.fromisoformat(old):
-                marks[repo] = new.isoformat()
-        extra = {"watermarks": json.dumps(marks, sort_keys=True), "github_synced_at": _now()}
+        extra = merged_cursor(state, source, cursor)
         if stats.changed or state.get("dirty"):
             self._bump(name, **extra)
         else:
-            self._write_meta({f"state:{name}": state | extra})
+            self._update_state(name, **extra)
         return stats
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -651,12 +630,12 @@ class Store:
 
     def record_run(self, outcome: dict[str, Any]) -> None:
         """Store the last index/sync run's outcome (shown by /v1/index/status)."""
-        self._write_meta({LAST_RUN: {"json": json.dumps(outcome, default=str), "at": _now()}})
+        self._writable_meta().record_run(outcome)
 
     def mark_built(self) -> None:
         """Stamp the collection being written as built now."""
         name = self._writable_target()
-        self._write_meta({f"state:{name}": self._state(name) | {"built_at": _now()}})
+        self._update_state(name, built_at=now_iso())
 
     def _check_lease(self) -> None:
         """On a Chroma server: refuse to publish when this writer lost its lease (indexer/lease.py)."""
@@ -670,9 +649,8 @@ class Store:
         return self._target
 
     def _mark_dirty(self, name: str) -> None:
-        state = self._state(name)
-        if not state.get("dirty"):
-            self._write_meta({f"state:{name}": state | {"dirty": True}})
+        if not self._state(name).get("dirty"):
+            self._update_state(name, dirty=True)
 
     def _apply(self, docs: Sequence[Document], *, progress: Progress | None) -> UpsertStats:
         """Write documents into the target collection without touching the generation."""
@@ -741,7 +719,7 @@ class Store:
         """Write into a fresh collection; swap it in only if the block completes.
 
         ``carry`` selects documents of the serving collection to copy over with their vectors (and its
-        watermarks), e.g. GitHub threads when the rebuild does not sync GitHub.
+        sources' cursors), e.g. GitHub threads when the rebuild does not sync GitHub.
         """
         self._require_writable()
         self._drop_leftovers()
@@ -757,8 +735,8 @@ class Store:
             self._target = old
             self._drop(name)
             raise
-        state = self._state(name) | {"built_at": _now(), "dirty": False}
-        self._write_meta({f"state:{name}": state, ACTIVE: {"collection": name, "generation": state["generation"]}})
+        state = state_with(self._state(name), built_at=now_iso(), dirty=False)
+        self._writable_meta().publish(name, state, active=True)
         self._active = name
         self._generation = str(state["generation"])
         if old is not None and old != name:
@@ -781,9 +759,7 @@ class Store:
             if len(got["ids"]) < CHUNK:
                 break
             offset += CHUNK
-        marks = self._state(old).get("watermarks") or "{}"
-        synced = self._state(old).get("github_synced_at") or ""
-        self._write_meta({f"state:{new}": self._state(new) | {"watermarks": marks, "github_synced_at": synced}})
+        self._keep_cursors(old, new)
 
     def _drop(self, name: str) -> None:
         self._collections.pop(name, None)
@@ -792,7 +768,8 @@ class Store:
         except Exception as exc:  # best effort: a leftover is dropped by the next rebuild
             log.warning("could not drop collection %s: %s", name, short_error(exc))
         try:
-            self._meta.delete(ids=[f"state:{name}"])
+            if self._meta is not None:
+                self._meta.drop_state(name)
         except Exception as exc:
             log.warning("could not drop state of %s: %s", name, short_error(exc))
 

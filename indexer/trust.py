@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from indexer.documents import Document
+from indexer.documents import DocKind, Document
 
 Trust = Literal["curated", "maintainer", "community"]
 
@@ -37,12 +37,12 @@ UNTRUSTED_NOTE = (
 
 def trust_level(doc: Document) -> Trust:
     """The trust level of one document (see the module docstring)."""
-    if doc.curated or doc.kind == "reference-section" or "github" not in doc.sources:
+    if doc.curated or doc.kind is DocKind.REFERENCE_SECTION or not doc.from_github:
         return "curated"
     if (
         doc.author_association in MAINTAINER_ASSOCIATIONS
         or doc.maintainer_commented
-        or (doc.kind == "pull" and doc.state == "merged")
+        or (doc.kind is DocKind.PULL and doc.state == "merged")
     ):
         return "maintainer"
     return "community"

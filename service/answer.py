@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from indexer.documents import Document
+from indexer.documents import DocKind, Document, ThreadKind
 from indexer.sources.github_threads import github_thread_url
 from indexer.trust import trust_level
 from service.models import AdviceOut, Confidence, FixOut, FlagOut, IssueOut, OriginOut, TokenOut
@@ -55,10 +55,10 @@ class Knowledge:
             self.by_id[doc.id] = doc
             for pr in doc.fixed_by:
                 self._fixed_by.setdefault(doc.id, set()).add(pr)
-            if doc.is_thread and is_pull(doc):
+            if doc.thread_kind is ThreadKind.PULL:
                 for target in doc.fixes:
                     self._fixed_by.setdefault(target, set()).add(doc.id)
-            if doc.kind == "reference-section":
+            if doc.kind is DocKind.REFERENCE_SECTION:
                 for target in doc.references:
                     self._cited_by.setdefault(target, []).append(doc.id)
 
@@ -71,11 +71,6 @@ class Knowledge:
         return self._cited_by.get(thread_id, [])
 
 
-def is_pull(doc: Document) -> bool:
-    """Cards keep the thread's kind only in the URL; live documents carry it in ``kind``."""
-    return doc.kind == "pull" or (doc.url is not None and "/pull/" in doc.url)
-
-
 def is_thread(doc: Document) -> bool:
     """True for GitHub issues and PRs (curated or live), False for reference sections."""
     return doc.is_thread and doc.repo is not None and doc.number is not None
@@ -84,7 +79,7 @@ def is_thread(doc: Document) -> bool:
 def thread_url(doc: Document) -> str:
     """The thread's github.com URL (a stored URL elsewhere is replaced), or its id for other documents."""
     if doc.repo is not None and doc.number is not None:
-        return github_thread_url(doc.repo, doc.number, is_pull(doc), doc.url)
+        return github_thread_url(doc.repo, doc.number, doc.thread_kind is ThreadKind.PULL, doc.url)
     return doc.url or doc.id
 
 
@@ -99,7 +94,7 @@ def issue_out(hit: Hit, knowledge: Knowledge) -> IssueOut:
         id=doc.id,
         repo=doc.repo,
         number=doc.number,
-        kind="pull" if is_pull(doc) else "issue",
+        kind="pull" if doc.thread_kind is ThreadKind.PULL else "issue",
         title=doc.title,
         url=thread_url(doc),
         state=doc.state,
@@ -273,7 +268,7 @@ def build_fixes(
             if is_thread(hit.doc)
             else []
         )
-        if hit.doc.kind == "reference-section":
+        if hit.doc.kind is DocKind.REFERENCE_SECTION:
             candidates = [section_fix(hit.doc)]
         for fix in candidates:
             key = fix.sources[0] if fix.sources[0].startswith(("references/", "skill/")) else fix.summary

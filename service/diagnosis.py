@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
+from indexer.documents import ReleaseSource
 from indexer.signatures import normalize_signature
 from service.analysis.input import ParsedInput
 from service.answer import public_source
@@ -207,7 +208,7 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
     fix_prs = _thread_ids(problem.fix_prs)
     open_prs = _thread_ids(problem.open_prs)
     merged = [pr for pr in fix_prs if (doc := knowledge.by_id.get(pr)) is not None and doc.state == "merged"]
-    checked = {pr: knowledge.by_id[pr] for pr in merged if knowledge.by_id[pr].release_source == "github"}
+    checked = {pr: knowledge.by_id[pr] for pr in merged if knowledge.by_id[pr].release_source is ReleaseSource.GITHUB}
     released = {pr: doc.released_in for pr, doc in checked.items() if doc.released_in}
     stated = _stated_release(problem, parsed)
     fixed: tuple[str, str] | None = stated

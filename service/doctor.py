@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from service.config import Settings
-from service.engine import parse_time
 
 if TYPE_CHECKING:
+    from indexer.api import StoreStatus
     from indexer.embedding import Embedder
 
 Status = Literal["ok", "warn", "fail", "skip"]
@@ -239,10 +239,9 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
         return [Check("index", "skip", "skipped: the store is opened with the embedding model, which failed")]
     if settings.chroma_url is None and not settings.chroma_dir.is_dir():
         return [Check("index", "fail", f"no index at {settings.chroma_dir}", fix=rebuild)]
+    from indexer.api import open_reader, probe_store
     from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
-    from indexer.probe import probe_store
     from indexer.sources.cards import bundled_cards, snapshot_meta
-    from indexer.store import Store
 
     # A plain `index` opens the same unreadable store and fails again; only --full moves it aside.
     unreadable = "run `gptoss-doctor index --full` (moves the unreadable index aside and rebuilds it; add --github "
@@ -256,33 +255,33 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
     if probe.failed:
         return [Check("index", "fail", f"cannot open the index: {probe.detail}", fix=unreadable)]
     try:
-        store = Store.open(settings, ctx.embedder, read_only=True)
+        store = open_reader(settings, ctx.embedder)
     except Exception as exc:
         detail = f"cannot open the index: {type(exc).__name__}: {str(exc)[:300]}"
         return [Check("index", "fail", detail, fix=unreadable)]
     try:
         status = store.status()
-        documents = int(status.get("documents") or 0)
+        documents = status.documents
         if documents == 0:
             return [Check("index", "fail", "the index is empty", fix=rebuild)]
         ids = {doc.id for doc in store.documents()}
         vectors = _check_vectors(store, status)
     finally:
         store.close()
-    built_at = parse_time(status.get("built_at"))
-    facts = {"documents": documents, "issues": status.get("issues"), "built_at": str(built_at)}
+    built_at = status.built_at
+    facts = {"documents": documents, "issues": status.issues, "built_at": str(built_at)}
     checks = [
         Check(
             "index",
             "ok",
-            f"{documents} documents, {status.get('issues')} issues, built {built_at}",
+            f"{documents} documents, {status.issues} issues, built {built_at}",
             facts=facts,
         )
     ]
 
     if vectors is not None:
         checks.append(vectors)
-    indexed_with = str(status.get("embedder") or "")
+    indexed_with = str(status.embedder or "")
     family = ctx.embedder.name.split("/", 1)[0]
     if indexed_with and indexed_with.split("/", 1)[0] != family:
         checks.append(
@@ -302,7 +301,7 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
         stale.append(f"{len(missing)} of the bundled KB's cards are not indexed (e.g. {missing[0]})")
     if newest is not None and built_at is not None and newest[1] > _aware(built_at):
         stale.append(f"{newest[0].relative_to(settings.docs_dir)} changed after the index was built")
-    last_run = status.get("last_run") or {}
+    last_run = status.last_run or {}
     if last_run and last_run.get("ok") is False:
         stale.append(f"the last index run failed ({str(last_run.get('error') or 'no detail')[:200]})")
     if stale:
@@ -310,7 +309,7 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
     else:
         checks.append(Check("index freshness", "ok", "holds every bundled KB card and the current docs"))
 
-    synced = parse_time(status.get("github_synced_at"))
+    synced = status.github_synced_at
     snapshot = snapshot_meta().get("snapshot_date", "unknown date")
     if synced is None:
         checks.append(
@@ -341,10 +340,10 @@ def check_index(settings: Settings, ctx: _Context, *, now: datetime | None = Non
     return checks
 
 
-def _check_vectors(store: Any, status: dict[str, Any]) -> Check | None:
+def _check_vectors(store: Any, status: StoreStatus) -> Check | None:
     """A run killed mid-write (the dirty marker) or stored vectors that no longer find themselves."""
     repair = "run `gptoss-doctor index` (it re-embeds the stored documents into a fresh collection and swaps it in)"
-    if status.get("dirty"):
+    if status.dirty:
         detail = "a run stopped mid-write (killed?): dense search may miss documents until it is repaired"
         return Check("index vectors", "fail", detail, fix=repair)
     problem = store.vector_problem()
@@ -369,10 +368,10 @@ def check_docs(settings: Settings) -> Check:
 
 
 def _build(settings: Settings, embedder: Embedder | None, *, full: bool = False) -> Check:
-    from indexer.build import build_index
+    from indexer.api import RunKind, run_index
 
     try:
-        summary = build_index(settings, embedder=embedder, github=False, full=full, progress=False)
+        summary = run_index(settings, RunKind.REBUILD_LOCAL if full else RunKind.LOCAL, embedder=embedder)
     except Exception as exc:
         return Check(
             "index build",

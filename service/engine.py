@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
@@ -39,6 +38,7 @@ from service.errors import NotReady
 from service.models import AnalysisOut, IndexInfo, LookupResponse, QueryInfo
 
 if TYPE_CHECKING:
+    from indexer.api import StoreStatus
     from indexer.documents import Document
     from indexer.embedding import Embedder
     from service.analysis.harmony import HarmonyAnalyzer
@@ -59,7 +59,7 @@ class IndexStore(Protocol):
     def get(self, doc_id: str) -> Document | None: ...
     def vectors(self) -> tuple[list[str], Any]: ...
     def generation(self) -> str: ...
-    def status(self) -> dict[str, Any]: ...
+    def status(self) -> StoreStatus: ...
     def close(self) -> None: ...
 
 
@@ -124,26 +124,18 @@ class _Snapshot:
     knowledge: Knowledge
     problems: Problems
     index: IndexInfo
-    status: dict[str, Any]
+    status: StoreStatus
+    vector_problem: str | None = None
+    """What the store's vector self-check found on this generation (``serve`` runs it once)."""
 
 
-def parse_time(value: Any) -> datetime | None:
-    """An ISO timestamp from the store's status (or a datetime) as a datetime; None when unreadable."""
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value))
-    except ValueError:
-        return None
-
-
-def index_info(status: dict[str, Any]) -> IndexInfo:
+def index_info(status: StoreStatus) -> IndexInfo:
     """The ``index`` block of an answer, from ``Store.status()``."""
     return IndexInfo(
-        documents=int(status.get("documents") or 0),
-        issues=int(status.get("issues") or 0),
-        built_at=parse_time(status.get("built_at")),
-        github_synced_at=parse_time(status.get("github_synced_at")),
+        documents=status.documents,
+        issues=status.issues,
+        built_at=status.built_at,
+        github_synced_at=status.github_synced_at,
     )
 
 
@@ -200,21 +192,13 @@ class LookupEngine:
 
         ``on_build`` is told (one line) when a first build starts, so the CLI can say so on stderr.
         """
+        from indexer.api import ensure_index, open_reader
         from indexer.embedding import load_embedder
-        from indexer.store import Store
 
         embedder = embedder or load_embedder(settings)
-        store: IndexStore = Store.open(settings, embedder, read_only=True)
-        if build_if_empty and int(store.status().get("documents") or 0) == 0:
-            from indexer.build import build_index
-
-            if on_build is not None:
-                on_build("No index yet: building it from the docs and the bundled KB (offline)...")
-            store.close()
-            summary = build_index(settings, embedder=embedder, github=False, progress=False)
-            if on_build is not None:
-                on_build(summary.line())
-            store = Store.open(settings, embedder, read_only=True)
+        if build_if_empty:
+            ensure_index(settings, embedder, on_build=on_build)
+        store: IndexStore = open_reader(settings, embedder)
         harmony, harmony_error = open_harmony(settings)
         return cls(settings, embedder=embedder, store=store, harmony=harmony, harmony_error=harmony_error)
 
@@ -476,16 +460,16 @@ class LookupEngine:
         failed = self._dense_failed_at
         if failed is not None and time.monotonic() - failed < DENSE_DEGRADED_WINDOW:
             reasons.append("dense search failing; answers come from the lexical index")
-        if self._snapshot.status.get("dirty") and not writing:
+        if self._snapshot.status.dirty and not writing:
             reasons.append(
                 "the index was left mid-write by a run that did not finish (killed?): dense search may miss "
                 "documents until the next `gptoss-doctor index` run repairs it (it re-embeds what is stored)"
             )
-        if self._snapshot.status.get("full_disk"):
-            reasons.append(str(self._snapshot.status["full_disk"]))
-        if self._snapshot.status.get("vector_problem"):
+        if self._snapshot.status.full_disk:
+            reasons.append(self._snapshot.status.full_disk)
+        if self._snapshot.vector_problem:
             reasons.append(
-                f"dense search is damaged: {self._snapshot.status['vector_problem']}; the next "
+                f"dense search is damaged: {self._snapshot.vector_problem}; the next "
                 "`gptoss-doctor index` run repairs it"
             )
         over = self._over_budget_at
@@ -510,22 +494,21 @@ class LookupEngine:
             return None
         snap = self._snapshot
         problem: str | None = check()
-        snap.status["vector_problem"] = problem
+        snap.vector_problem = problem
         return problem
 
     def index_needs_repair(self) -> bool:
         """The loaded index was left mid-write or failed its vector self-check: a writer run repairs it."""
-        status = self._snapshot.status
-        return bool(status.get("dirty") or status.get("vector_problem"))
+        snap = self._snapshot
+        return bool(snap.status.dirty or snap.vector_problem)
 
-    def index_status(self) -> dict[str, Any]:
+    def index_status(self) -> StoreStatus:
         """``Store.status()`` fresh when the store answers in time, else the last loaded one."""
         try:
-            status = self._bounded(self.store.status)
+            return self._bounded(self.store.status)
         except Exception as exc:
             self._store_failed(exc)
-            status = dict(self._snapshot.status)
-        return status
+            return self._snapshot.status
 
 
 def open_harmony(settings: Settings) -> tuple[HarmonyAnalyzer | None, str | None]:

@@ -20,9 +20,8 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError, Unexpected
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
-from indexer.documents import Component, Document, split_issue_id
+from indexer.documents import Component, DocKind, Document, ThreadKind, split_issue_id
 from indexer.trust import UNTRUSTED_NOTE, Trust, trust_level
-from service.answer import is_pull
 from service.check import CheckInputError, check_request
 from service.check.facts import MAX_CHECK_CHARS
 from service.check.models import CheckRequest, CheckResponse
@@ -433,7 +432,7 @@ def build_mcp(
                     id=d.id,
                     title=d.title,
                     state=d.state,
-                    kind="pull" if is_pull(d) else "issue",
+                    kind="pull" if d.thread_kind is ThreadKind.PULL else "issue",
                     component=d.component,
                     trust=trust_level(d),
                 )
@@ -479,7 +478,7 @@ def build_mcp(
 def _as_thread(doc: Document) -> Document:
     """The document with ``kind`` issue or pull, as lookup_error names threads (a curated card says so
     in its URL only); ``trust`` tells curated threads apart."""
-    return doc.model_copy(update={"kind": "pull" if is_pull(doc) else "issue"})
+    return doc.model_copy(update={"kind": DocKind((doc.thread_kind or ThreadKind.ISSUE).value)})
 
 
 class _ReadableErrors(MCPServer[Any]):

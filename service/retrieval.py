@@ -27,7 +27,7 @@ import bm25s
 import numpy as np
 from pydantic import BaseModel, Field
 
-from indexer.documents import Document
+from indexer.documents import DocKind, Document
 from indexer.signatures import signature_tokens
 from indexer.trust import trust_level, trust_weight
 from service.analysis.components import RULE_COMPONENT, ComponentModel
@@ -428,7 +428,7 @@ class Retriever:
 
         # Sections pass a share of their score to the threads they cite (the best section counts).
         sections = sorted(
-            (i for i in evidence if self.documents[i].kind == "reference-section"),
+            (i for i in evidence if self.documents[i].kind is DocKind.REFERENCE_SECTION),
             key=lambda i: -evidence[i].fused,
         )[:5]
         passed: dict[int, float] = {}
@@ -693,7 +693,7 @@ class Retriever:
             and e.lexical_rank < c.lexical_high_rank
             and not e.conflict
             and self._same_engine(doc, parsed)
-            and (doc.component in components if doc.kind != "reference-section" else bool(components))
+            and (doc.component in components if doc.kind is not DocKind.REFERENCE_SECTION else bool(components))
         )
         if exact or close_text:
             confidence: Confidence = "high"

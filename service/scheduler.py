@@ -33,15 +33,10 @@ Runner = Callable[..., Any]
 
 def default_runner(settings: Settings, *, kind: RunKind, embedder: Embedder | None) -> Any:
     """The indexer: a GitHub sync, a full rebuild (with or without GitHub), or (first start) docs + KB."""
-    from indexer.build import build_index
+    from indexer.api import RunKind as IndexRun
+    from indexer.api import run_index
 
-    return build_index(
-        settings,
-        embedder=embedder,
-        github=kind in ("sync", "rebuild"),
-        full=kind in ("rebuild", "rebuild-local"),
-        progress=False,
-    )
+    return run_index(settings, IndexRun(kind), embedder=embedder)
 
 
 class Scheduler:

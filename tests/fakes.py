@@ -20,10 +20,14 @@ import textwrap
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+
+from indexer.documents import Document
 
 _TOKEN = re.compile(r"\w+")
 TEST_CACHE = Path(os.environ.get("GPTOSS_DOCTOR_TEST_CACHE", "/tmp/gptoss-doctor-test-cache"))
@@ -234,3 +238,19 @@ def real_embedder() -> object:
     from indexer.embedding import load_embedder
 
     return load_embedder(settings)
+
+
+def github_mark(store: Any, repo: str) -> datetime | None:
+    """The GitHub source's watermark for ``repo`` in ``store`` (its cursor, indexer/sources/github.py)."""
+    from indexer.sources.github import GITHUB, watermark
+
+    return watermark(store.cursor(GITHUB), repo)
+
+
+def commit_marks(store: Any, docs: Sequence[Document], marks: dict[str, datetime]) -> Any:
+    """Commit ``docs`` with GitHub watermarks, as the GitHub source's batches do."""
+    from indexer.sources.github import GITHUB
+
+    utc = {r: t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC) for r, t in marks.items()}
+    cursor = {r: t.isoformat() for r, t in utc.items()}
+    return store.commit(docs, source=GITHUB, cursor=cursor)

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from indexer.documents import Card, Document
+from indexer.documents import Card, DocKind, Document, ReleaseSource, SourceName
 from indexer.errors import SnapshotError
+from indexer.meta import Cursor
 from indexer.signatures import normalize_signature
+
+if TYPE_CHECKING:
+    from indexer.sources.base import Batch, SourceReader, SourceRun
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 CARDS_PATH = DATA_DIR / "cards.jsonl"
@@ -77,38 +82,25 @@ def fixed_by_index(cards: tuple[Card, ...] | list[Card]) -> dict[str, list[str]]
     return index
 
 
+SHARED_FIELDS: frozenset[str] = frozenset(Card.model_fields) & frozenset(Document.model_fields) - {"kind", "merged_at"}
+"""The curated fields a card and its Document have in common, copied as they are (a Document's ``kind`` is
+``card``; its ``merged_at`` is a time where the card has a date)."""
+
+
 def card_to_document(card: Card, fixed_by: list[str] | None = None) -> Document:
-    """Turn a card into the shared Document model."""
-    return Document(
-        id=card.id,
-        kind="card",
-        repo=card.repo,
-        number=card.number,
-        title=card.title,
-        url=card.url,
-        state=card.state,
-        labels=list(card.labels),
-        text=card_text(card),
-        error_signatures=list(card.error_signatures),
-        normalized_signatures=[normalize_signature(s) for s in card.error_signatures],
-        component=card.component,
-        error_source=card.error_source,
-        summary=card.summary,
-        cause=card.cause,
-        fix=card.fix,
-        workarounds=list(card.workarounds),
-        versions={k: list(v) for k, v in card.versions.items()},
-        flags=list(card.flags),
-        references=list(card.references),
-        fixes=list(card.fixes),
-        fixed_by=sorted(set(fixed_by or [])),
-        fix_confirmed=card.fix_confirmed,
-        flag_roles=dict(card.flag_roles),
-        merged_at=datetime.combine(card.merged_at, time(), tzinfo=UTC) if card.merged_at else None,
-        released_in=card.released_in,
-        release_source="card" if card.released_in else None,
-        curated=True,
-        sources=["snapshot"],
+    """Turn a card into the shared Document model: the shared fields as they are, plus what is derived."""
+    return Document.model_validate(
+        card.model_dump(include=set(SHARED_FIELDS))
+        | {
+            "kind": DocKind.CARD,
+            "text": card_text(card),
+            "normalized_signatures": [normalize_signature(s) for s in card.error_signatures],
+            "fixed_by": sorted(set(fixed_by or [])),
+            "merged_at": datetime.combine(card.merged_at, time(), tzinfo=UTC) if card.merged_at else None,
+            "release_source": ReleaseSource.CARD if card.released_in else None,
+            "curated": True,
+            "sources": [SourceName.SNAPSHOT],
+        }
     )
 
 
@@ -117,3 +109,36 @@ def card_documents(cards: tuple[Card, ...] | list[Card] | None = None) -> list[D
     cards = bundled_cards() if cards is None else cards
     fixed = fixed_by_index(cards)
     return [card_to_document(card, fixed.get(card.id)) for card in cards]
+
+
+def with_live_threads(store: SourceReader, cards: Sequence[Document]) -> tuple[list[Document], int]:
+    """Cards to write, and how many are held back: a card whose thread the GitHub sync already holds
+    merges into the live document."""
+    existing = store.get_many([c.id for c in cards])
+    live = {i: d for i, d in existing.items() if d.from_github}
+    if not live:
+        return list(cards), 0
+    try:
+        from indexer.sources.github_threads import merge_live
+    except ImportError:  # no GitHub support installed: keep what the sync stored
+        kept = [c for c in cards if c.id not in live]
+        return kept, len(cards) - len(kept)
+    return [merge_live(c, live[c.id]) if c.id in live else c for c in cards], 0
+
+
+class CardSource:
+    """The bundled KB snapshot (``cards.jsonl``): every card, each run, merged into its live thread if synced."""
+
+    name = SourceName.SNAPSHOT.value
+    complete = True
+    network = False
+
+    def fetch(self, run: SourceRun, cursor: Cursor) -> Iterator[Batch]:
+        from indexer.sources.base import Batch
+
+        docs, held = with_live_threads(run.store, card_documents())
+        run.skipped += held
+        yield Batch(docs)
+
+
+SOURCE = CardSource()

@@ -1,11 +1,13 @@
 """Incremental GitHub sync through PyGithub: thread selection, since-watermarks, rate limits, retries.
 
+The ``github`` source (indexer/sources/base.py): its cursor maps each repository to its watermark.
 Per repository, one or more listings sorted by ``updated_at`` ascending (the whole issue list, or the
-selection labels plus a keyword search) are merged in time order and committed in batches. Each batch
-is committed together with the repository's watermark, set to the newest ``updated_at`` it fully
-covers, so the watermark never passes uncommitted data: a crash, a kill or a rate-limit stop leaves a
-store the next run resumes from. Listing queries are inclusive (``since=``, ``updated:>=``), so the
-thread at the watermark comes back on the next run and is recognised as unchanged without a request.
+selection labels plus a keyword search) are merged in time order and yielded in batches. Each batch
+carries the repository's watermark, set to the newest ``updated_at`` it fully covers, and the store
+commits the two together, so the watermark never passes uncommitted data: a crash, a kill or a
+rate-limit stop leaves a store the next run resumes from. Listing queries are inclusive (``since=``,
+``updated:>=``), so the thread at the watermark comes back on the next run and is recognised as
+unchanged without a request.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import heapq
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -26,15 +28,17 @@ from github import Auth, Github, GithubException
 from github.GithubObject import GithubObject
 from github.Requester import Requester
 
-from indexer.documents import Document, issue_id
+from indexer.documents import Document, SourceName, issue_id
 from indexer.errors import RateLimited, SyncError
+from indexer.meta import Cursor
+from indexer.sources.base import Batch, SourceRun
 from indexer.sources.github_threads import live_update, merge_live, parse_time, thread_document
-from indexer.sources.releases import ReleaseCheck, check_releases
+from indexer.sources.releases import ReleaseCheck, release_batches
 
 if TYPE_CHECKING:
     from indexer.config import IndexSettings
 
-__all__ = ["SyncResult", "make_client", "merge_live", "sync_github"]
+__all__ = ["SOURCE", "GitHubSource", "SyncResult", "github_batches", "make_client", "merge_live", "sync_github"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,13 +55,27 @@ BACKOFF_MAX = 30.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class SyncStore(Protocol):
-    """The part of ``indexer.store.Store`` the sync uses."""
+GITHUB = SourceName.GITHUB.value
+
+
+class SyncReader(Protocol):
+    """What the sync reads of the index (the collection being written)."""
 
     def get(self, doc_id: str) -> Document | None: ...
     def documents(self) -> list[Document]: ...
-    def watermark(self, repo: str) -> datetime | None: ...
-    def commit_batch(self, docs: Sequence[Document], watermarks: dict[str, datetime]) -> Any: ...
+
+
+class SyncStore(SyncReader, Protocol):
+    """The part of ``indexer.store.Store`` :func:`sync_github` uses."""
+
+    def cursor(self, source: str) -> Cursor: ...
+    def commit(self, docs: Sequence[Document], *, source: str, cursor: Cursor) -> Any: ...
+
+
+def watermark(cursor: Cursor, repo: str) -> datetime | None:
+    """The UTC time up to which ``repo`` is synced, from the github source's cursor."""
+    value = cursor.get(repo)
+    return datetime.fromisoformat(value) if value else None
 
 
 @dataclass
@@ -73,6 +91,12 @@ class SyncResult:
     releases: ReleaseCheck = field(default_factory=ReleaseCheck)
     watermarks: dict[str, datetime | None] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def count(self, stats: Any) -> None:
+        """Add what the store did with one committed batch."""
+        self.new += int(getattr(stats, "new", 0))
+        self.updated += int(getattr(stats, "updated", 0))
+        self.unchanged += int(getattr(stats, "unchanged", 0))
 
     def line(self) -> str:
         """One summary line for logs and the CLI."""
@@ -344,7 +368,7 @@ def _comments(obj: Any, count: int, per_page: int) -> list[dict[str, Any]]:
 class _FixLinks:
     """Turns PRs' ``fixes`` into ``fixed_by`` on their targets, in the batch or already in the store."""
 
-    def __init__(self, store: SyncStore) -> None:
+    def __init__(self, store: SyncReader) -> None:
         self.store = store
         self._fixers: dict[str, set[str]] | None = None
 
@@ -383,10 +407,11 @@ class _RepoSync:
     def __init__(
         self,
         repo: str,
-        store: SyncStore,
+        store: SyncReader,
         links: _FixLinks,
         result: SyncResult,
         *,
+        stored: datetime | None,
         full: bool,
         batch_size: int,
     ) -> None:
@@ -397,10 +422,11 @@ class _RepoSync:
         self.full = full
         self.batch_size = batch_size
         self.pending: dict[str, Document] = {}
-        self.stored_watermark = None if full else _utc(store.watermark(repo))
+        self.kept = _utc(stored)  # the stored watermark: a full sync never moves it back
+        self.stored_watermark = None if full else self.kept
         self.watermark = self.stored_watermark
 
-    def run(self, gh: Github, settings: IndexSettings) -> None:
+    def run(self, gh: Github, settings: IndexSettings) -> Iterator[Batch]:
         seen: dict[int, datetime] = {}
         per_page = gh.per_page
         try:
@@ -424,7 +450,7 @@ class _RepoSync:
                 if (
                     not self.full
                     and existing is not None
-                    and "github" in existing.sources
+                    and existing.from_github
                     and _utc(existing.updated_at) == updated
                 ):
                     self.result.unchanged += 1
@@ -435,30 +461,78 @@ class _RepoSync:
                     self.pending[doc_id] = live_update(existing, live)
                 self._advance(updated)
                 if len(self.pending) >= self.batch_size:
-                    self.commit()
+                    yield from self.commit()
         except SyncError:
             # Everything processed before the failing request is complete: keep it.
-            self.commit()
+            yield from self.commit()
             raise
-        self.commit()
+        yield from self.commit()
 
     def _advance(self, updated: datetime) -> None:
         if updated != _EPOCH and (self.watermark is None or updated > self.watermark):
             self.watermark = updated
 
-    def commit(self) -> None:
+    def commit(self) -> Iterator[Batch]:
+        """The pending documents with the watermark they reach (committed by the consumer on yield)."""
         if not self.pending and self.watermark == self.stored_watermark:
             return
         docs = self.links.apply(self.pending) if self.pending else []
-        marks = {self.repo: self.watermark} if self.watermark is not None else {}
-        stats = self.store.commit_batch(docs, marks)
-        self.result.new += int(getattr(stats, "new", 0))
-        self.result.updated += int(getattr(stats, "updated", 0))
-        self.result.unchanged += int(getattr(stats, "unchanged", 0))
+        mark = self.watermark
+        if mark is not None and self.kept is not None and self.kept > mark:
+            mark = self.kept
+        yield Batch(docs, {self.repo: mark.isoformat()} if mark is not None else {})
         self.pending = {}
         self.stored_watermark = self.watermark
         self.result.watermarks[self.repo] = self.watermark
         logger.info("committed %d documents for %s; watermark %s", len(docs), self.repo, self.watermark)
+
+
+def github_batches(
+    settings: IndexSettings,
+    store: SyncReader,
+    cursor: Cursor,
+    result: SyncResult,
+    *,
+    full: bool = False,
+    client: Github | None = None,
+    batch_size: int = BATCH_SIZE,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
+) -> Generator[Batch, None, None]:
+    """Batches of ``settings.repos`` threads since each repository's watermark in ``cursor`` (``full``: from
+    scratch), each with the cursor it reaches; then merged PRs with their first release
+    (``indexer.sources.releases``). The consumer commits each batch before asking for the next.
+
+    Raises SyncError when GitHub fails beyond the retries or returns a malformed page (batches already
+    yielded stay); a rate limit whose reset is further away than ``github_max_wait`` stops the run
+    cleanly with ``result.stopped_reason`` set. ``sleep`` and ``clock`` are injectable for tests.
+    """
+    started = time.monotonic()
+    gh = client if client is not None else make_client(settings)
+    if not gh.requester.is_lazy:
+        gh = gh.withLazy(True)  # a non-lazy get_repo() costs a request per repository
+    transport = _Transport(gh.requester, settings, sleep=sleep, clock=clock)
+    links = _FixLinks(store)
+    try:
+        with transport.installed():
+            for repo in settings.repos:
+                stored = watermark(cursor, repo)
+                repo_sync = _RepoSync(repo, store, links, result, stored=stored, full=full, batch_size=batch_size)
+                result.watermarks[repo] = repo_sync.watermark
+                try:
+                    yield from repo_sync.run(gh, settings)
+                except RateLimited as exc:
+                    result.stopped_reason = str(exc)
+                    logger.warning("GitHub sync stopped at %s: %s", repo, exc)
+                    break
+            if result.stopped_reason is None:
+                # Threads first: the release check only spends what is left of the budget.
+                for placed in release_batches(gh, store, settings.repos, result.releases):
+                    yield Batch(placed, {})
+    finally:
+        result.requests = transport.count
+        result.seconds = time.monotonic() - started
+    logger.info(result.line())
 
 
 def sync_github(
@@ -471,36 +545,43 @@ def sync_github(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.time,
 ) -> SyncResult:
-    """Sync ``settings.repos`` into ``store`` since each repository's watermark (``full``: from scratch).
-
-    Raises SyncError when GitHub fails beyond the retries or returns a malformed page (batches already
-    committed stay); a rate limit whose reset is further away than ``github_max_wait`` stops the run
-    cleanly and returns with ``stopped_reason`` set. Then merged PRs get their first release
-    (``indexer.sources.releases``). ``sleep`` and ``clock`` are injectable for tests.
-    """
-    started = time.monotonic()
-    gh = client if client is not None else make_client(settings)
-    if not gh.requester.is_lazy:
-        gh = gh.withLazy(True)  # a non-lazy get_repo() costs a request per repository
+    """Sync ``settings.repos`` into ``store`` (:func:`github_batches`, each batch committed with its cursor)."""
     result = SyncResult(repos=list(settings.repos))
-    transport = _Transport(gh.requester, settings, sleep=sleep, clock=clock)
-    links = _FixLinks(store)
+    batches = github_batches(
+        settings,
+        store,
+        store.cursor(GITHUB),
+        result,
+        full=full,
+        client=client,
+        batch_size=batch_size,
+        sleep=sleep,
+        clock=clock,
+    )
     try:
-        with transport.installed():
-            for repo in settings.repos:
-                repo_sync = _RepoSync(repo, store, links, result, full=full, batch_size=batch_size)
-                result.watermarks[repo] = repo_sync.watermark
-                try:
-                    repo_sync.run(gh, settings)
-                except RateLimited as exc:
-                    result.stopped_reason = str(exc)
-                    logger.warning("GitHub sync stopped at %s: %s", repo, exc)
-                    break
-            if result.stopped_reason is None:
-                # Threads first: the release check only spends what is left of the budget.
-                result.releases = check_releases(gh, store, settings.repos)
+        for batch in batches:
+            result.count(store.commit(batch.documents, source=GITHUB, cursor=batch.cursor or {}))
     finally:
-        result.requests = transport.count
-        result.seconds = time.monotonic() - started
-    logger.info(result.line())
+        batches.close()
     return result
+
+
+class GitHubSource:
+    """Issues and pull requests of ``settings.repos``, incrementally (``index --github``, ``serve``'s sync)."""
+
+    name = GITHUB
+    complete = False
+    network = True
+
+    def fetch(self, run: SourceRun, cursor: Cursor) -> Iterator[Batch]:
+        result = SyncResult(repos=list(run.settings.repos))
+        try:
+            yield from github_batches(run.settings, run.store, cursor, result, full=run.full, client=run.github_client)
+        finally:
+            run.skipped += result.unchanged
+            run.requests += result.requests
+            run.stopped = result.stopped_reason
+            run.notes["github"] = result
+
+
+SOURCE = GitHubSource()

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from indexer.documents import Document, issue_id
+from indexer.documents import DocKind, Document, SourceName, issue_id
 from indexer.signatures import extract_error_lines, normalize_signature
 from indexer.trust import MAINTAINER_ASSOCIATIONS
 
@@ -233,7 +233,7 @@ def thread_document(
     merged_at = parse_time(pull.get("merged_at")) if is_pull and isinstance(pull, Mapping) else None
     return Document(
         id=issue_id(repo, number),
-        kind="pull" if is_pull else "issue",
+        kind=DocKind.PULL if is_pull else DocKind.ISSUE,
         repo=repo,
         number=number,
         title=title,
@@ -250,7 +250,7 @@ def thread_document(
         versions=versions_mentioned(f"{title}\n{raw_body}\n{raw_comments}"),
         fixes=fix_targets(repo, f"{title}\n{raw_body}") if is_pull else [],
         comments=int(payload.get("comments") or 0),
-        sources=["github"],
+        sources=[SourceName.GITHUB],
         author=(payload.get("user") or {}).get("login"),
         author_association=_association(payload),
         maintainer_commented=any(_association(c) in MAINTAINER_ASSOCIATIONS for c in comments),
@@ -327,7 +327,7 @@ def merge_live(card_doc: Document, live_doc: Document) -> Document:
             "comments": live_doc.comments,
             "text": text,
             "fixed_by": sorted(set(card_doc.fixed_by) | set(live_doc.fixed_by)),
-            "sources": ["snapshot", "github"],
+            "sources": [SourceName.SNAPSHOT, SourceName.GITHUB],
             **release_fields(live_doc, card_doc),
         }
     )

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from indexer.documents import Document
+if TYPE_CHECKING:
+    from indexer.sources.base import Batch, SourceRun
+
+from indexer.documents import DocKind, Document, SourceName
+from indexer.meta import Cursor
 from indexer.signatures import classify_line, extract_error_lines, normalize_signature
 
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)", re.S)
@@ -126,14 +132,14 @@ def parse_markdown(source: str, rel_path: str) -> list[Document]:
         documents.append(
             Document(
                 id=doc_id,
-                kind="reference-section",
+                kind=DocKind.REFERENCE_SECTION,
                 title=section.title,
                 text=f"{heading}\n\n{body}",
                 heading_path=section.path or [section.title],
                 error_signatures=signatures,
                 normalized_signatures=list(dict.fromkeys(normalize_signature(s) for s in signatures)),
                 references=issue_refs(body),
-                sources=["docs"],
+                sources=[SourceName.DOCS],
             )
         )
     return documents
@@ -155,3 +161,19 @@ def markdown_documents(docs_dir: Path) -> list[Document]:
         rel = path.relative_to(docs_dir).as_posix()
         documents += parse_markdown(path.read_text(encoding="utf-8"), rel)
     return documents
+
+
+class MarkdownSource:
+    """The skill and reference docs (``docs_dir``): every section, each run (no cursor)."""
+
+    name = SourceName.DOCS.value
+    complete = True
+    network = False
+
+    def fetch(self, run: SourceRun, cursor: Cursor) -> Iterator[Batch]:
+        from indexer.sources.base import Batch
+
+        yield Batch(markdown_documents(run.settings.docs_dir))
+
+
+SOURCE = MarkdownSource()

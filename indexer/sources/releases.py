@@ -15,7 +15,7 @@ bisection, so a PR costs one request for its merge commit and a few compares.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from github import Github
 from packaging.version import InvalidVersion, Version
 
-from indexer.documents import Document
+from indexer.documents import Document, ReleaseSource, ThreadKind
 from indexer.errors import RateLimited, SyncError
 from indexer.sources.github_threads import parse_time
 
@@ -34,11 +34,10 @@ MAX_PRS_PER_RUN = 200
 CONTAINS = frozenset({"ahead", "identical"})
 
 
-class ReleaseStore(Protocol):
-    """The part of ``indexer.store.Store`` the release check uses."""
+class ReleaseReader(Protocol):
+    """What the release check reads of the index."""
 
     def documents(self) -> list[Document]: ...
-    def commit_batch(self, docs: Sequence[Document], watermarks: dict[str, datetime]) -> Any: ...
 
 
 @dataclass(frozen=True, order=True)
@@ -73,9 +72,9 @@ def releases_from(payloads: Sequence[dict[str, Any]]) -> list[Release]:
 
 def pending(doc: Document, repo: str, newest: str | None) -> bool:
     """True when a merged PR of ``repo`` still needs comparing with the releases up to ``newest``."""
-    if doc.repo != repo or doc.state != "merged" or (doc.release_source == "github" and doc.released_in):
+    if doc.repo != repo or doc.state != "merged" or (doc.release_source is ReleaseSource.GITHUB and doc.released_in):
         return False
-    if not (doc.kind == "pull" or (doc.url or "").find("/pull/") >= 0):
+    if doc.thread_kind is not ThreadKind.PULL:
         return False
     return newest is None or doc.release_checked != newest
 
@@ -136,7 +135,7 @@ class _RepoReleases:
                 "merged_at": merged_at,
                 "released_in": released_in,
                 "release_checked": releases[-1].tag if releases else None,
-                "release_source": "github",
+                "release_source": ReleaseSource.GITHUB,
             }
         )
 
@@ -151,15 +150,15 @@ class ReleaseCheck:
     stopped: str | None = None
 
 
-def check_releases(
-    gh: Github, store: ReleaseStore, repos: Sequence[str], *, limit: int = MAX_PRS_PER_RUN
-) -> ReleaseCheck:
-    """Record the first release of every merged PR of ``repos`` in ``store`` that is not placed yet.
+def release_batches(
+    gh: Github, store: ReleaseReader, repos: Sequence[str], outcome: ReleaseCheck, *, limit: int = MAX_PRS_PER_RUN
+) -> Iterator[list[Document]]:
+    """The merged PRs of ``repos`` in ``store`` not placed yet, with their first release: one batch per
+    repository, for the consumer to commit (``outcome`` counts what was placed).
 
     Requests go through ``gh`` (the sync installs its counting, retrying transport on it). A rate limit
-    stops the check; an error on one PR skips it; either way what was committed stays.
+    stops the check; an error on one PR skips it; either way what was placed before is yielded.
     """
-    outcome = ReleaseCheck()
     docs = store.documents()
     budget = limit
     for repo in repos:
@@ -197,8 +196,7 @@ def check_releases(
             outcome.stopped = f"release listing of {repo} failed: {exc}"
         finally:
             if updated:
-                store.commit_batch(updated, {})
+                yield updated
         if outcome.stopped:
             logger.warning("release check stopped: %s", outcome.stopped)
             break
-    return outcome

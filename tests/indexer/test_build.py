@@ -16,7 +16,7 @@ from indexer.sources.cards import bundled_cards
 from indexer.store import SELF_CHECK, Store
 from service.cli import main
 from service.config import Settings
-from tests.fakes import HashingEmbedder, store_held_by_another_process
+from tests.fakes import HashingEmbedder, github_mark, store_held_by_another_process
 from tests.indexer.conftest import REFERENCE, write_docs
 
 CARDS = len(bundled_cards())
@@ -42,9 +42,9 @@ def test_first_build_indexes_docs_and_cards_then_skips_unchanged(
 
     with Store.open(settings, embedder, read_only=True) as store:
         status = store.status()
-    assert status["documents"] == CARDS + SECTIONS and status["issues"] == CARDS
-    assert status["last_run"]["ok"] is True and status["built_at"]
-    assert status["last_run"]["summary"]["documents"] == CARDS + SECTIONS
+    assert status.documents == CARDS + SECTIONS and status.issues == CARDS
+    assert status.last_run["ok"] is True and status.built_at
+    assert status.last_run["summary"]["documents"] == CARDS + SECTIONS
 
 
 def test_changed_and_removed_doc_sections_are_updated_and_dropped(
@@ -95,7 +95,7 @@ def test_failed_full_rebuild_leaves_the_last_good_index_serving(settings: Settin
         assert store.generation() == good.generation
         assert store.count() == good.documents
         status = store.status()
-    assert status["last_run"]["ok"] is False and "embedder died" in status["last_run"]["error"]
+    assert status.last_run["ok"] is False and "embedder died" in status.last_run["error"]
     # Only the serving collection is left once the next rebuild runs.
     embedder.fail = False
     build_index(settings, embedder=embedder, full=True, progress=False)
@@ -200,7 +200,7 @@ def test_index_github_syncs_after_the_docs_and_reports_requests(
         assert first.github_stopped is None
         with Store.open(synced, embedder, read_only=True) as store:
             merged = store.get_many([c.id for c in harmony])
-            assert store.watermark("openai/harmony") is not None
+            assert github_mark(store, "openai/harmony") is not None
         assert len(merged) == len(harmony)
         assert all("github" in d.sources and d.curated for d in merged.values())
         # An idle re-run: nothing re-embedded, the merged live threads kept, few requests.

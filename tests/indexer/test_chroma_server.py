@@ -46,7 +46,7 @@ def test_store_round_trips_over_http(server_settings: Settings, embedder: Hashin
         assert store.documents() == docs
         hits = store.query(embedder.encode(["mxfp4 kernels"])[0], k=2)
         assert hits[0][0] == "openai/harmony#2" and hits[0][1] == pytest.approx(1.0, abs=1e-4)
-        assert store.status()["store"] == "server"
+        assert store.status().store == "server"
         assert store.upsert(docs).unchanged == 3
     # No data dir lock in server mode: nothing was written locally.
     assert not (server_settings.data_dir / ".lock").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -22,7 +23,7 @@ from indexer.sources.cards import bundled_cards, card_documents
 from indexer.sources.github import SyncResult, make_client, sync_github
 from indexer.store import Store
 from service.config import Settings
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, github_mark
 from tests.github_fake import FakeGitHub, FakeThread, iter_requests
 
 VLLM, HARMONY = "vllm-project/vllm", "openai/harmony"
@@ -141,7 +142,7 @@ def run(settings: Settings, store: Store, sleeps: list[float], **kwargs: object)
 def assert_watermarks_cover_committed(store: Store, fake: FakeGitHub, settings: Settings) -> None:
     """The invariant: every selected thread updated at or before a repo's watermark is stored as of then."""
     for doc_id, thread in selected(fake, settings).items():
-        mark = store.watermark(thread.repo)
+        mark = github_mark(store, thread.repo)
         if mark is not None and thread.updated_at <= mark:
             doc = store.get(doc_id)
             assert doc is not None, f"{doc_id} is before the watermark {mark} but not stored"
@@ -175,7 +176,7 @@ def test_first_sync_takes_selected_threads_with_derived_fields(
     assert store.get(issue_id(VLLM, 60010)) is not None  # found through the label only
     for repo in (VLLM, HARMONY):
         newest = max(t.updated_at for t in expected.values() if t.repo == repo)
-        assert store.watermark(repo) == newest
+        assert github_mark(store, repo) == newest
 
     issue = store.get(issue_id(VLLM, 22331))
     assert issue is not None and issue.kind == "issue" and issue.sources == ["github"]
@@ -377,7 +378,7 @@ def test_malformed_json_raises_sync_error_and_loses_nothing(
         run(settings, store, sleeps)
     assert fault.hits == 1  # not retried
     assert f"/repos/{HARMONY}/issues" in str(err.value)
-    harmony_mark = store.watermark(HARMONY)
+    harmony_mark = github_mark(store, HARMONY)
     first_page = sorted(t.updated_at for t in selected(fake, settings).values() if t.repo == HARMONY)[:PER_PAGE]
     assert harmony_mark == first_page[-1]  # page 1 committed, nothing from page 2
     assert_watermarks_cover_committed(store, fake, settings)
@@ -485,7 +486,7 @@ def test_sigkill_mid_sync_loses_nothing_and_the_next_run_completes(
         expected = selected(fake, settings)
         survived = without_fix_links([d for d in store.documents() if "github" in d.sources])
         harmony_first_page = sorted(t.updated_at for t in expected.values() if t.repo == HARMONY)[:PER_PAGE]
-        assert store.watermark(HARMONY) == harmony_first_page[-1]
+        assert github_mark(store, HARMONY) == harmony_first_page[-1]
         assert all(i in survived for i, t in expected.items() if t.repo == VLLM)
         assert_watermarks_cover_committed(store, fake, settings)
 
@@ -510,3 +511,48 @@ def test_search_result_cap_never_lets_the_watermark_skip_threads(
             break
     assert runs > 1  # the cap made the first run stop early
     assert_complete(store, fake, settings)
+
+
+def test_a_store_from_before_generic_cursors_resyncs_without_fetching_again(
+    fake: FakeGitHub, settings: Settings, store: Store, sleeps: list[float], embedder: CountingEmbedder
+) -> None:
+    run(settings, store, sleeps)
+    before = store.status()
+    assert before.watermarks and before.github_synced_at is not None
+    # Turn the state record into what stores kept before per-source cursors (issue 14): the GitHub
+    # watermarks and sync time as their own fields, no cursors.
+    name = store.generation().split(":", 1)[0]
+    meta = store._meta
+    assert meta is not None
+    state = {k: v for k, v in meta.state(name).items() if k != "cursors"}
+    meta.write(
+        {
+            f"state:{name}": state
+            | {
+                "watermarks": json.dumps(before.watermarks, sort_keys=True),
+                "github_synced_at": before.github_synced_at.isoformat(),
+            }
+        }
+    )
+    store.close()
+
+    with Store.open(settings, embedder) as reopened:
+        migrated = reopened.status()
+        assert (migrated.watermarks, migrated.github_synced_at) == (before.watermarks, before.github_synced_at)
+        fake.reset_log()
+        embedder.texts.clear()
+        generation = reopened.generation()
+
+        result = run(settings, reopened, sleeps)
+
+        assert (result.new, result.updated) == (0, 0)
+        assert result.requests == fake.request_count() <= 10  # the idle cost: nothing fetched again
+        assert not any(r.path.endswith("/comments") for r in fake.requests)
+        assert embedder.texts == [] and reopened.generation() == generation
+        assert reopened.status().watermarks == before.watermarks
+        # The next write of the state record stores the new form, with the same positions.
+        reopened.mark_built()
+        assert reopened._meta is not None
+        written = reopened._meta.state(name)
+        assert "cursors" in written and "watermarks" not in written and "github_synced_at" not in written
+        assert reopened.status().watermarks == before.watermarks

@@ -18,7 +18,7 @@ from indexer.errors import StoreError, StoreLocked
 from indexer.sources.cards import card_documents
 from indexer.store import Store
 from service.config import Settings
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, commit_marks, github_mark
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -136,29 +136,30 @@ def test_generation_changes_only_when_documents_change(settings: Settings, embed
             assert replica.generation() == store.generation()
 
 
-def test_commit_batch_writes_docs_then_advances_watermarks(settings: Settings, embedder: HashingEmbedder) -> None:
+def test_commit_writes_docs_then_advances_the_cursor(settings: Settings, embedder: HashingEmbedder) -> None:
     t1 = datetime(2025, 9, 1, 12, tzinfo=UTC)
     with Store.open(settings, embedder) as store:
-        assert store.watermark("openai/harmony") is None
+        assert github_mark(store, "openai/harmony") is None
         g0 = store.generation()
-        stats = store.commit_batch([doc(1), doc(2)], {"openai/harmony": t1})
+        stats = commit_marks(store, [doc(1), doc(2)], {"openai/harmony": t1})
         assert stats.new == 2
-        assert store.watermark("openai/harmony") == t1
+        assert github_mark(store, "openai/harmony") == t1
         g1 = store.generation()
         assert g1 != g0
-        # An older watermark never moves it back; a naive datetime is taken as UTC.
-        store.commit_batch([], {"openai/harmony": t1 - timedelta(days=1)})
-        assert store.watermark("openai/harmony") == t1
-        store.commit_batch([doc(3)], {"openai/harmony": datetime(2025, 9, 2), "vllm-project/vllm": t1})
-        assert store.watermark("openai/harmony") == datetime(2025, 9, 2, tzinfo=UTC)
-        assert store.watermark("vllm-project/vllm") == t1
+        # A batch's cursor replaces the keys it names and keeps the others (the GitHub source never
+        # hands an older watermark: tests/indexer/test_github_sync.py).
+        commit_marks(store, [], {"vllm-project/vllm": t1 - timedelta(days=1)})
+        assert github_mark(store, "openai/harmony") == t1
+        commit_marks(store, [doc(3)], {"openai/harmony": datetime(2025, 9, 2), "vllm-project/vllm": t1})
+        assert github_mark(store, "openai/harmony") == datetime(2025, 9, 2, tzinfo=UTC)
+        assert github_mark(store, "vllm-project/vllm") == t1
         assert store.generation() != g1
         status = store.status()
-        assert status["documents"] == 3 and status["issues"] == 3
-        assert status["github_synced_at"] is not None
+        assert status.documents == 3 and status.issues == 3
+        assert status.github_synced_at is not None
 
 
-def test_commit_batch_that_fails_mid_write_keeps_the_old_watermark(
+def test_commit_that_fails_mid_write_keeps_the_old_cursor(
     settings: Settings, embedder: HashingEmbedder
 ) -> None:
     t1, t2 = datetime(2025, 9, 1, tzinfo=UTC), datetime(2025, 9, 5, tzinfo=UTC)
@@ -171,23 +172,23 @@ def test_commit_batch_that_fails_mid_write_keeps_the_old_watermark(
 
     exploding = Exploding(dimension=64, name=embedder.name)
     with Store.open(settings, exploding) as store:
-        store.commit_batch([doc(1)], {"openai/harmony": t1})
+        commit_marks(store, [doc(1)], {"openai/harmony": t1})
         generation = store.generation()
         with pytest.raises(RuntimeError):
-            store.commit_batch([doc(2), doc(3, "boom")], {"openai/harmony": t2})
-        assert store.watermark("openai/harmony") == t1
+            commit_marks(store, [doc(2), doc(3, "boom")], {"openai/harmony": t2})
+        assert github_mark(store, "openai/harmony") == t1
     # The next writer finds the half-applied batch and bumps the generation so replicas re-read.
     with Store.open(settings, embedder) as store:
         assert store.generation() != generation
-        store.commit_batch([doc(2), doc(3, "boom")], {"openai/harmony": t2})
-        assert store.watermark("openai/harmony") == t2
+        commit_marks(store, [doc(2), doc(3, "boom")], {"openai/harmony": t2})
+        assert github_mark(store, "openai/harmony") == t2
         assert store.count() == 3
 
 
 def test_full_rebuild_swaps_in_a_fresh_collection(settings: Settings, embedder: HashingEmbedder) -> None:
     with Store.open(settings, embedder) as store:
         store.upsert([doc(1), doc(2)])
-        store.commit_batch([doc(3, sources=["github"])], {"openai/harmony": datetime(2025, 9, 1, tzinfo=UTC)})
+        commit_marks(store, [doc(3, sources=["github"])], {"openai/harmony": datetime(2025, 9, 1, tzinfo=UTC)})
         before = store.generation()
         with store.rebuild(carry=lambda d: "github" in d.sources):
             store.upsert([doc(1)])
@@ -197,7 +198,7 @@ def test_full_rebuild_swaps_in_a_fresh_collection(settings: Settings, embedder: 
                 assert reader.count() == 3
         assert store.generation() != before
         assert sorted(d.id for d in store.documents()) == [doc(1).id, doc(3).id]
-        assert store.watermark("openai/harmony") == datetime(2025, 9, 1, tzinfo=UTC)
+        assert github_mark(store, "openai/harmony") == datetime(2025, 9, 1, tzinfo=UTC)
 
 
 def test_failed_rebuild_keeps_the_last_good_index(settings: Settings, embedder: HashingEmbedder) -> None:
@@ -223,7 +224,7 @@ def test_read_only_store_on_an_empty_dir_is_empty_and_refuses_writes(
         assert store.documents() == []
         assert store.query(embedder.encode(["x"])[0], k=5) == []
         assert store.generation() == ""
-        assert store.status()["documents"] == 0
+        assert store.status().documents == 0
         with pytest.raises(StoreError, match="read-only"):
             store.upsert([doc(1)])
         # It notices an index built after it was opened.
@@ -235,15 +236,15 @@ def test_read_only_store_on_an_empty_dir_is_empty_and_refuses_writes(
 
 def test_record_run_and_status(settings: Settings, embedder: HashingEmbedder) -> None:
     with Store.open(settings, embedder) as store:
-        assert store.status()["last_run"] is None
+        assert store.status().last_run is None
         store.upsert([doc(1), card_documents()[0]])
         store.record_run({"kind": "index", "ok": True, "documents": 2})
         store.mark_built()
         status = store.status()
-    assert status["last_run"] == {"kind": "index", "ok": True, "documents": 2}
-    assert status["documents"] == 2 and status["issues"] == 2
-    assert status["built_at"] is not None
-    assert status["store"] == "embedded"
+    assert status.last_run == {"kind": "index", "ok": True, "documents": 2}
+    assert status.documents == 2 and status.issues == 2
+    assert status.built_at is not None
+    assert status.store == "embedded"
 
 
 def test_a_different_embedding_dimension_is_refused_with_the_fix(settings: Settings) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from indexer.api import StoreStatus
 from indexer.documents import Document
 from indexer.sources.cards import card_documents
 from service.config import Settings
@@ -58,15 +59,14 @@ class ListStore:
     def generation(self) -> str:
         return "g1"
 
-    def status(self) -> dict[str, Any]:
-        return {
-            "documents": len(self._docs),
-            "issues": sum(1 for d in self._docs.values() if d.kind != "reference-section"),
-            "built_at": datetime(2026, 11, 22, tzinfo=UTC).isoformat(),
-            "github_synced_at": None,
-            "generation": "g1",
-            "last_run": None,
-        }
+    def status(self) -> StoreStatus:
+        return StoreStatus(
+            documents=len(self._docs),
+            issues=sum(1 for d in self._docs.values() if d.is_thread),
+            built_at=datetime(2026, 11, 22, tzinfo=UTC),
+            generation="g1",
+            last_run=None,
+        )
 
     def close(self) -> None:
         pass

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from service.cli import main
 from service.config import Settings
 from service.doctor import Check, _Context, check_index, check_vocab
-from tests.fakes import free_port
+from tests.fakes import commit_marks, free_port
 
 # Every CLI run below loads the real embedding model (from the session's export cache): slow.
 slow = pytest.mark.slow
@@ -196,8 +196,8 @@ def test_an_old_github_sync_is_a_warning(built_index: Settings, caches: Any, tmp
     caches(data, index=True)
     settings = built_index.model_copy(update={"data_dir": data})
     with Store.open(settings, load_embedder(settings)) as store:
-        store.commit_batch([], {"vllm-project/vllm": datetime(2026, 1, 1, tzinfo=UTC)})
-        synced = datetime.fromisoformat(store.status()["github_synced_at"])
+        commit_marks(store, [], {"vllm-project/vllm": datetime(2026, 1, 1, tzinfo=UTC)})
+        synced = store.status().github_synced_at
     checks = _index_checks(settings, now=synced + timedelta(days=30))
     assert checks["github sync"].status == "warn"
     assert checks["github sync"].fix and "index --github" in checks["github sync"].fix

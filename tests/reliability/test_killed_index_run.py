@@ -10,6 +10,7 @@ plain ``gptoss-doctor index`` run repairs it, and then every document finds itse
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -19,10 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from indexer.api import StoreStatus
 from indexer.build import build_index
 from indexer.store import Store
 from service.config import Settings
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, commit_marks, github_mark
 from tests.reliability.conftest import FastComponents, MemoryStore
 
 CHILD = Path(__file__).with_name("index_kill_child.py")
@@ -48,7 +50,7 @@ def _scramble_vectors(settings: Settings) -> int:
     """What the killed run left in the red-team pass: the documents intact, their vectors not."""
     with Store.open(settings, HashingEmbedder(), read_only=True) as store:
         status = store.status()
-        collection = status["generation"].split(":", 1)[0]
+        collection = status.generation.split(":", 1)[0]
         col = store._collection(collection)
         got = col.get(include=["documents", "metadatas"])
         rng = np.random.default_rng(16)
@@ -77,7 +79,7 @@ def test_a_run_killed_mid_write_is_reported_then_repaired_by_the_next_run(tmp_pa
     settings = Settings(data_dir=tmp_path / "data")
     _killed_run(settings.data_dir)
     with Store.open(settings, HashingEmbedder(), read_only=True) as store:
-        assert store.status()["dirty"] is True
+        assert store.status().dirty is True
         stored = store.count()
     assert stored > 0
     assert _scramble_vectors(settings) == stored
@@ -97,7 +99,7 @@ def test_a_run_killed_mid_write_is_reported_then_repaired_by_the_next_run(tmp_pa
     assert summary.documents > stored  # the run completed what the killed one had not written
     assert _not_found_by_their_text(settings) == []
     with Store.open(settings, HashingEmbedder(), read_only=True) as store:
-        assert store.status()["dirty"] is False
+        assert store.status().dirty is False
         assert store.vector_problem() is None
     engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
     try:
@@ -114,14 +116,14 @@ def test_a_repair_keeps_the_watermarks_and_the_documents(tmp_path: Path) -> None
     build_index(settings, embedder=HashingEmbedder(), github=False, progress=False)
     mark = datetime(2026, 1, 2, tzinfo=UTC)
     with Store.open(settings, HashingEmbedder()) as store:
-        store.commit_batch([], {"openai/harmony": mark})
+        commit_marks(store, [], {"openai/harmony": mark})
         before = {d.id: d for d in store.documents()}
         generation = store.generation()
         store._mark_dirty(store._writable_target())  # a writer killed between its writes and publishing
     with Store.open(settings, HashingEmbedder()) as store:  # the next writer repairs on opening
         assert store.generation() != generation
-        assert store.status()["dirty"] is False
-        assert store.watermark("openai/harmony") == mark
+        assert store.status().dirty is False
+        assert github_mark(store, "openai/harmony") == mark
         assert {d.id: d for d in store.documents()} == before
 
 
@@ -132,7 +134,7 @@ def test_a_reader_never_repairs(tmp_path: Path) -> None:
         store._mark_dirty(store._writable_target())
         generation = store.generation()
     with Store.open(settings, HashingEmbedder(), read_only=True) as store:
-        assert store.generation() == generation and store.status()["dirty"] is True
+        assert store.generation() == generation and store.status().dirty is True
 
 
 @pytest.mark.slow
@@ -145,7 +147,7 @@ def test_vectors_that_no_longer_match_their_text_are_found_and_repaired_without_
     build_index(settings, embedder=HashingEmbedder(), github=False, progress=False)
     _scramble_vectors(settings)
     with Store.open(settings, HashingEmbedder(), read_only=True) as store:
-        assert store.status()["dirty"] is False
+        assert store.status().dirty is False
         assert "do not match their document's text" in (store.vector_problem() or "")
     engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
     try:
@@ -215,8 +217,8 @@ def test_health_does_not_call_the_services_own_run_in_progress_a_killed_one(
     class MarkedStore(MemoryStore):
         dirty = False
 
-        def status(self) -> dict[str, Any]:
-            return super().status() | {"dirty": self.dirty}
+        def status(self) -> StoreStatus:
+            return dataclasses.replace(super().status(), dirty=self.dirty)
 
     store = MarkedStore(fast_components.documents, fast_components.embedder)
     release = threading.Event()

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from indexer.api import StoreStatus
 from indexer.documents import Document
 from service.config import Settings
 from service.engine import LookupEngine
@@ -73,16 +74,15 @@ class MemoryStore:
         self._call("generation")
         return f"g{self._generation}"
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> StoreStatus:
         self._call("status")
-        return {
-            "documents": len(self._docs),
-            "issues": sum(1 for d in self._docs.values() if d.kind != "reference-section"),
-            "built_at": self.built_at.isoformat(),
-            "github_synced_at": None,
-            "generation": f"g{self._generation}",
-            "last_run": self._runs,
-        }
+        return StoreStatus(
+            documents=len(self._docs),
+            issues=sum(1 for d in self._docs.values() if d.is_thread),
+            built_at=self.built_at,
+            generation=f"g{self._generation}",
+            last_run=self._runs,
+        )
 
     def record_run(self, outcome: dict[str, Any]) -> None:
         self._runs = outcome

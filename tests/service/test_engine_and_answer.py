@@ -252,13 +252,13 @@ def test_lookups_beyond_the_concurrency_limit_wait_their_turn(fast_components: F
 
 
 def test_each_run_kind_maps_to_its_index_job(monkeypatch: Any, settings: Settings) -> None:
-    import indexer.build
+    import indexer.api
     from service.scheduler import default_runner
 
     seen: dict[str, tuple[bool, bool]] = {}
     for kind in ("sync", "rebuild", "rebuild-local", "first-build", "repair"):
         monkeypatch.setattr(
-            indexer.build,
+            indexer.api,  # the facade the service calls (it runs indexer.build)
             "build_index",
             lambda s, kind=kind, **kw: seen.__setitem__(kind, (kw["github"], kw["full"])),
         )

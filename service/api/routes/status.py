@@ -67,17 +67,17 @@ def index_status(runtime: RuntimeDep) -> IndexStatus:
     scheduler = runtime.scheduler.state() if runtime.scheduler else SchedulerState(enabled=False)
     if runtime.engine is None:
         return IndexStatus(ready=False, scheduler=scheduler)
-    status: dict[str, Any] = runtime.engine.index_status()
+    status = runtime.engine.index_status()
     info = index_info(status)
     # The scheduler's record covers runs that failed before the store could record them.
-    last_run = (runtime.scheduler.last_run if runtime.scheduler else None) or status.get("last_run")
+    last_run = (runtime.scheduler.last_run if runtime.scheduler else None) or status.last_run
     return IndexStatus(
         ready=True,
         documents=info.documents,
         issues=info.issues,
         built_at=info.built_at,
         github_synced_at=info.github_synced_at,
-        generation=str(status.get("generation") or runtime.engine.generation),
+        generation=status.generation or runtime.engine.generation,
         last_run=last_run,
         scheduler=scheduler,
     )
