@@ -110,7 +110,7 @@ def test_an_unreachable_server_is_a_store_error(settings: Settings, embedder: Ha
 
 
 def _lease_record(store: Store) -> dict[str, object]:
-    got = store._meta.get(ids=[KEY], include=["metadatas"])
+    got = store._meta.collection.get(ids=[KEY], include=["metadatas"])
     return dict(got["metadatas"][0]) if got["ids"] else {}
 
 
@@ -155,7 +155,7 @@ def test_a_dead_writers_lease_lapses_and_the_late_writer_cannot_publish(
 ) -> None:
     with Store.open(server_settings, embedder) as first:
         first.upsert([doc(1)])
-        meta = first._meta
+        meta = first._meta.collection
     # A writer that stops renewing (killed, or paused) with a short lease, as a stand-in for the default.
     dead = WriterLease(meta, "test", ttl=1.5, settle=0.1).acquire()
     dead._stop.set()  # its heartbeat stops; the record stays, as when the process is killed
@@ -179,7 +179,7 @@ def test_a_writer_that_lost_its_lease_mid_rebuild_publishes_nothing(
             with store.rebuild():
                 store.upsert([doc(9, "rebuilt")])
                 # Another writer takes the lease over (as after this one was paused past the ttl).
-                intruder = WriterLease(store._meta, "test", settle=0.0)
+                intruder = WriterLease(store._meta.collection, "test", settle=0.0)
                 intruder._write("now")
         assert store.generation() == served
         names = {c if isinstance(c, str) else c.name for c in store._client.list_collections()}
