@@ -53,6 +53,8 @@ _STOPWORDS = frozenset(
 )
 
 TITLED_MIN_CHARS = 30
+EXACT_COVERAGE = 0.95
+"""Share of a signature's (and the line's) weighted words two must share to be the same string."""
 
 
 _JSON_MESSAGE = re.compile(r"""["']message["']\s{0,3}:\s{0,3}["']([^"']{30,300})["']""")
@@ -331,11 +333,14 @@ class Retriever:
                 # (a truncated paste). Longer shared evidence beats a short generic signature.
                 coverage = max(sig_cov * min(1.0, q_cov + 0.4), q_cov * min(1.0, sig_cov + 0.3))
                 specificity = 0.8 + 0.2 * min(1.0, shared / 30.0)
+                # A line logged below ERROR counts for less, unless it is, word for word, an error string
+                # the knowledge base records for a failure: then the KB says it is the failure.
+                line_factor = 1.0 if sig_cov >= EXACT_COVERAGE and q_cov >= EXACT_COVERAGE else factor
                 # Both sides keep a rare word the other lacks (token 12606 vs 200002, another module
                 # name): the same message template about a different failure, not the same error.
                 conflict = self._conflicts(q, s, common)
                 penalty = self.calibration.conflict_penalty if conflict else 1.0
-                score = coverage * specificity * factor * rank_factor * penalty
+                score = coverage * specificity * line_factor * rank_factor * penalty
                 if score > line_best.get(index, (0.0, "", False))[0]:
                     line_best[index] = (score, sig, conflict)
             for index, (score, sig, conflict) in line_best.items():

@@ -298,3 +298,20 @@ def test_a_semantic_high_needs_the_engine_named() -> None:
 
     assert confidence(symptom) == "medium"
     assert confidence("vllm serving " + symptom) == "high"
+
+
+def test_a_warning_line_that_is_word_for_word_a_known_error_string_is_high(retriever: Retriever) -> None:
+    # A line logged below ERROR counts for less: most warnings are not the failure. But when the
+    # knowledge base records that very string as a failure's error string, the log level does not
+    # make it any less the same error.
+    known = "Failed to import Triton kernels. Please make sure your triton version is compatible."
+    line = f"(EngineCore_DP0 pid=42) WARNING 01-28 06:35:44 [gpt_oss_triton_kernels_moe.py:34] {known}"
+    parsed = parse_input(line)
+    assert [e.kind for e in parsed.evidence] == ["warning"]
+    hits = {hit.doc.id: hit for hit in retriever.search(parsed, top_k=10).hits}
+    assert hits["vllm-project/vllm#26582"].confidence == "high"
+    assert any("error signature matches" in why for why in hits["vllm-project/vllm#26582"].why)
+    # Only part of the string at WARNING level keeps the warning's weight: not the same error.
+    partial = parse_input("(EngineCore_DP0 pid=42) WARNING 01-28 06:35:44 [x.py:34] Failed to import Triton kernels.")
+    found = {hit.doc.id: hit for hit in retriever.search(partial, top_k=10).hits}
+    assert all(hit.confidence != "high" for hit in found.values())
