@@ -6,20 +6,20 @@ nothing is claimed without a source, and nothing is drawn from a low-confidence 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 from indexer.documents import DocKind, Document, ThreadKind
 from indexer.sources.github_threads import github_thread_url
 from indexer.trust import trust_level
-from service.models import AdviceOut, Confidence, FixOut, FlagOut, IssueOut, OriginOut, TokenOut
+from service.models import AdviceOut, Confidence, FixOut, IssueOut, OriginOut, TokenOut
 
 if TYPE_CHECKING:
+    from service.analysis.advice import Advice
+    from service.analysis.harmony import Reproduction, TokenInfo
+    from service.analysis.origin import Origin
     from service.retrieval import Hit
 
 MAX_FIXES = 8
@@ -31,17 +31,6 @@ def public_source(source: str) -> str:
     """A source as answers cite it: reference docs under ``references/`` (the packaged skill's folder and
     the service's route), so the same string resolves in the skill, on the service and on the page."""
     return "references/" + source.removeprefix("reference/") if source.startswith("reference/") else source
-
-
-def as_dict(value: Any) -> dict[str, Any]:
-    """A pydantic model, dataclass or mapping as a plain JSON-able dict."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if isinstance(value, dict):
-        return dict(value)
-    return dict(vars(value))
 
 
 class Knowledge:
@@ -281,36 +270,31 @@ def build_fixes(
     return fixes
 
 
-def advice_out(items: Iterable[Any]) -> list[AdviceOut]:
-    """The harmony engineer's Advice objects as API models."""
-    out = []
-    for item in items:
-        data = as_dict(item)
-        out.append(
-            AdviceOut(
-                summary=str(data.get("summary", "")),
-                flags=[FlagOut.model_validate(f) for f in data.get("flags", []) or []],
-                sources=[public_source(str(s)) for s in data.get("sources", []) or []],
-            )
+def advice_out(items: Iterable[Advice]) -> list[AdviceOut]:
+    """The analysis Advice as API models: the same fields, reference sources cited as answers cite them."""
+    return [
+        AdviceOut(
+            summary=item.summary,
+            flags=[flag.model_copy() for flag in item.flags],
+            sources=[public_source(source) for source in item.sources],
         )
-    return out
+        for item in items
+    ]
 
 
-def origin_out(origin: Any) -> OriginOut:
-    """The analysis Origin as the API model."""
-    data = as_dict(origin)
-    return OriginOut(side=data["side"], component=str(data["component"]), explanation=str(data["explanation"]))
+def origin_out(origin: Origin) -> OriginOut:
+    """The analysis Origin as the API model (the same fields; the API documents them for its readers)."""
+    return OriginOut(side=origin.side, component=origin.component, explanation=origin.explanation)
 
 
-def tokens_out(tokens: Iterable[Any]) -> list[TokenOut]:
+def tokens_out(tokens: Iterable[TokenInfo]) -> list[TokenOut]:
     """Decoded TokenInfo objects as the API model."""
-    out = []
-    for token in tokens:
-        data = as_dict(token)
-        text = data.get("text")
-        decoded = None if text is None else str(text)
-        out.append(TokenOut(id=int(data["id"]), text=decoded, special=bool(data["special"])))
-    return out
+    return [TokenOut(id=token.id, text=token.text, special=token.special) for token in tokens]
+
+
+def reproduction_out(reproduction: Reproduction | None) -> dict[str, Any] | None:
+    """The Harmony parser replay as the answer's JSON object (``AnalysisOut.reproduction``)."""
+    return None if reproduction is None else reproduction.model_dump(mode="json")
 
 
 def _words(text: str) -> str:

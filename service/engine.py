@@ -30,12 +30,13 @@ from service.answer import (
     is_thread,
     issue_out,
     origin_out,
+    reproduction_out,
     tokens_out,
     without_repeats,
 )
 from service.config import Settings
 from service.errors import NotReady
-from service.models import AnalysisOut, IndexInfo, LookupResponse, QueryInfo
+from service.models import AnalysisOut, IndexInfo, LookupResponse, QueryInfo, TokenOut
 
 if TYPE_CHECKING:
     from indexer.api import StoreStatus
@@ -339,18 +340,15 @@ class LookupEngine:
         self._dense_failed_at = None
         return result
 
-    def _tokens(self, parsed: ParsedInput) -> list[Any]:
+    def _tokens(self, parsed: ParsedInput) -> list[TokenOut]:
         if self.harmony is None or not parsed.token_ids:
             return []
         return tokens_out(self.harmony.decode(parsed.token_ids[:MAX_TOKENS]))
 
     def _reproduce(self, parsed: ParsedInput) -> dict[str, Any] | None:
-        from service.answer import as_dict
-
         if self.harmony is None:
             return None
-        reproduction = self.harmony.reproduce(parsed)
-        return None if reproduction is None else as_dict(reproduction)
+        return reproduction_out(self.harmony.reproduce(parsed))
 
     # -- generations -------------------------------------------------------------------------------
 
