@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from indexer.errors import DiskFull
+from indexer.errors import DiskFull, IndexerError, StoreError
 
 FULL_WORDS = ("database or disk is full", "no space left on device", "disk quota exceeded")
 """What sqlite and the OS say when a write finds no space (lowercase)."""
@@ -83,17 +83,25 @@ def disk_full(path: Path, what: str = RUN_STOPPED) -> DiskFull:
 
 @contextmanager
 def disk_full_errors(path: Path) -> Iterator[None]:
-    """Turn any error a full disk under ``path`` caused into :func:`disk_full`'s (the chain is kept)."""
+    """Turn any error a full disk under ``path`` caused into :func:`disk_full`'s (the chain is kept).
+
+    Little free space explains only a failed write: an error the indexer raised on purpose for another
+    reason (another process holds the store, GitHub, the KB snapshot, the model) stays what it is unless
+    its own chain says the disk is full.
+    """
     try:
         yield
     except DiskFull:
         raise
     except Exception as exc:
-        if is_disk_full(exc, path):
+        on_purpose = isinstance(exc, IndexerError) and not isinstance(exc, StoreError)
+        if is_disk_full(exc, None if on_purpose else path):
             raise disk_full(path) from exc
         raise
 
 
+OPEN_ROOM = 4 * 1024 * 1024
+"""Free bytes below which a reader serving a read-only copy does not yet try to open the real store again."""
 COPY_MARGIN = 16 * 1024 * 1024
 """Room a read-only copy of the index needs beyond its own size (chromadb's journal files)."""
 

@@ -76,6 +76,11 @@ MAX_TOKENS = 64
 """Token ids decoded per input; a pathological log can name thousands."""
 
 
+RECOVER_INTERVAL = 10.0
+"""Seconds between two tries, while a full disk's read-only copy serves, to go back to the real store."""
+RECOVER_MAX = 300.0
+"""The longest wait between two such tries (the wait doubles after each try that found no usable store)."""
+
 BUDGET_WINDOW = 60.0
 """How long after a lookup ran out of its budget /health keeps saying so."""
 
@@ -176,6 +181,11 @@ class LookupEngine:
         self._background_probe: Future[bool] | None = None
         # A small pool for bounded store probes: a hung call occupies a worker, not a request thread.
         self._probe_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="store-probe")
+        # While a full disk's read-only copy serves: when to try the real store next, and the try running.
+        self._recover_at = 0.0
+        self._recover_wait = RECOVER_INTERVAL
+        self._recovering: threading.Thread | None = None
+        self._closed = False
         self._snapshot = self._load(self.store.generation())
 
     # -- construction -------------------------------------------------------------------------------
@@ -206,7 +216,9 @@ class LookupEngine:
     def close(self) -> None:
         """Release the store and the probe threads."""
         self._probe_pool.shutdown(wait=False, cancel_futures=True)
-        self.store.close()
+        with self._reload_lock:  # a store a recovery opens after this is closed at once
+            self._closed = True
+            self.store.close()
 
     # -- the lookup --------------------------------------------------------------------------------
 
@@ -360,6 +372,7 @@ class LookupEngine:
         """
         if not now and time.monotonic() - self._last_check < self.check_interval:
             return False
+        self._recover_in_background()
         if not now and self.store_health is StoreHealth.HUNG:
             # The store is known to hang: probe it in the background, so requests during the outage
             # answer at once (degraded) instead of each waiting out the probe's deadline.
@@ -409,13 +422,85 @@ class LookupEngine:
         except RuntimeError:  # the pool is shut down: the engine is closing
             pass
 
-    def _load(self, generation: str) -> _Snapshot:
+    # -- back from a full disk ----------------------------------------------------------------------
+
+    def _recover_in_background(self) -> None:
+        """While a full disk's read-only copy serves, try the real store again (rate-limited, in a thread).
+
+        The copy is the index as it was when the disk filled up; once there is room again, index runs
+        publish to the real store, so the copy would only grow stale (issue 16, finding 9).
+        """
+        if not getattr(self.store, "full_disk", None) or time.monotonic() < self._recover_at:
+            return
+        running = self._recovering
+        if running is not None and running.is_alive():
+            return
+        self._recover_at = time.monotonic() + self._recover_wait
+        self._recovering = threading.Thread(target=self._recover, name="store-recover", daemon=True)
+        self._recovering.start()
+
+    def _recover(self) -> None:
+        try:
+            if self.reopen_real_store():
+                self._recover_wait = RECOVER_INTERVAL
+                return
+        except Exception as exc:  # the copy keeps serving; the next try is later
+            log.warning("could not go back to the real index store yet: %s", exc)
+        self._recover_wait = min(self._recover_wait * 2, RECOVER_MAX)
+
+    def reopen_real_store(self) -> bool:
+        """Serve the real store again once the disk has room: open it, load its generation, drop the copy.
+
+        False (the copy keeps serving) while the disk is still full or the store cannot be opened yet. As
+        at start-up, a probe process opens the store first (indexer/probe.py): this process failed to
+        open it once already, and a hang in chromadb's native code must not take the server with it.
+        """
+        from indexer.diskspace import OPEN_ROOM, free_bytes
+        from indexer.probe import probe_store
+        from indexer.store import Store
+
+        settings = self.settings
+        if not getattr(self.store, "full_disk", None):
+            return False
+        free = free_bytes(settings.data_dir)
+        if free is not None and free < OPEN_ROOM:
+            return False
+        probe = probe_store(settings, timeout=settings.store_probe_timeout)
+        if probe.verdict != "ok":  # still full, or a writer holds the store ("locked"): not yet
+            log.info("the index store cannot be opened yet (%s: %s)", probe.verdict, probe.detail)
+            return False
+        store = Store.open(settings, self.embedder, read_only=True)
+        try:
+            if store.full_disk:  # the disk filled up again meanwhile: the copy already serving will do
+                store.close()
+                return False
+            snapshot = self._load(store.generation(), store)
+        except BaseException:
+            store.close()
+            raise
+        with self._reload_lock:  # no generation check runs on the store being replaced
+            if self._closed:
+                store.close()
+                return False
+            old, self.store, self._snapshot = self.store, store, snapshot
+            self._store_ok()
+            old.close()  # removes the copy
+        log.warning(
+            "the disk holding %s has room again: serving the index from it (generation %s); the read-only "
+            "copy is removed",
+            settings.data_dir,
+            snapshot.generation,
+        )
+        return True
+
+    def _load(self, generation: str, store: IndexStore | None = None) -> _Snapshot:
         from service.diagnosis import Problems
         from service.retrieval import Retriever
 
-        retriever = Retriever.from_store(self.store, self.embedder)
+        store = store or self.store
+        retriever = Retriever.from_store(store, self.embedder)
         documents = retriever.documents
-        status = self.store.status()
+        status = store.status()
         return _Snapshot(
             generation=generation,
             documents=documents,

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -41,7 +42,8 @@ def cli(data_dir: Path, *args: str) -> dict[str, object]:
     return {"code": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
 
-def served(data_dir: Path) -> dict[str, object]:
+def served(data_dir: Path, filler: Path) -> dict[str, object]:
+    """The served app on the full disk; then, still serving, the space comes back and an index run publishes."""
     from fastapi.testclient import TestClient
 
     import indexer.build
@@ -60,12 +62,35 @@ def served(data_dir: Path) -> dict[str, object]:
     with TestClient(app, raise_server_exceptions=False) as client:
         wait_until(lambda: app.state.runtime.state != "starting", timeout=120)
         answer = client.post("/lookup", json={"error": ERROR})
-        return {
+        report: dict[str, object] = {
             "state": app.state.runtime.state,
             "lookup_status": answer.status_code,
             "issues": len(answer.json().get("issues") or []),
             "health": client.get("/health").json(),
+            "generation": client.get("/ready").json().get("generation"),
         }
+        # Space comes back while the copy serves. The serving process holds no lock on the real store
+        # (its copy is its own), so an index run elsewhere publishes there: a new generation.
+        filler.unlink()
+        report["rebuild"] = cli(data_dir, "index", "--full", "--json")
+
+        deadline = time.monotonic() + 180
+        while True:  # /health polls the store, and with it the way back to the real one
+            health = client.get("/health").json()
+            report["health_after"] = health
+            if not any("read-only copy" in reason for reason in health["reasons"]) or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        report["generation_after"] = client.get("/ready").json().get("generation")
+        after = client.post("/lookup", json={"error": ERROR})
+        report["lookup_after_status"] = after.status_code
+        report["issues_after"] = len(after.json().get("issues") or [])
+        report["copies_while_serving"] = sorted(
+            p.name for p in Path(os.environ["TMPDIR"]).glob("gptoss-doctor-full-disk-*")
+        )
+        # Serving the real store again, it holds the data dir's shared lock as any serve does.
+        report["index_beside"] = cli(data_dir, "index")
+        return report
 
 
 def main(base: Path, mount: Path) -> None:
@@ -79,8 +104,7 @@ def main(base: Path, mount: Path) -> None:
     report["lookup"] = cli(data_dir, "lookup", "--local", "--json", ERROR)
     report["index"] = cli(data_dir, "index")
     report["doctor"] = cli(data_dir, "doctor")
-    report["serve"] = served(data_dir)
-    filler.unlink()
+    report["serve"] = served(data_dir, filler)  # frees the space while it serves
     report["index_after"] = cli(data_dir, "index")
     report["lookup_after"] = cli(data_dir, "lookup", "--local", "--json", ERROR)
     report["copies_left"] = sorted(p.name for p in Path(os.environ["TMPDIR"]).glob("gptoss-doctor-full-disk-*"))

@@ -77,6 +77,21 @@ def _fill_disk(monkeypatch: pytest.MonkeyPatch, fault: str) -> None:
         monkeypatch.setattr(indexer.diskspace, "free_bytes", lambda path: LOW)
 
 
+def test_a_lock_refusal_on_a_nearly_full_disk_stays_a_lock_refusal(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Little free space explains an unexplained failed write, not another process holding the store:
+    # `index` beside a running serve must exit 75 ("retry later"), not say the disk is full. Found on the
+    # real full disk below, once the space came back but stayed under 64 MB.
+    import indexer.diskspace
+    from indexer.diskspace import disk_full_errors
+    from indexer.errors import StoreLocked
+
+    monkeypatch.setattr(indexer.diskspace, "free_bytes", lambda path: LOW)
+    with pytest.raises(StoreLocked), disk_full_errors(tmp_path):
+        raise StoreLocked("the index is in use by pid 1")
+
+
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_index_says_the_disk_is_full_in_one_line_and_lookups_keep_working(
     fault: str,
@@ -147,6 +162,51 @@ def test_the_service_keeps_serving_the_last_index_while_a_run_hits_a_full_disk(
         assert after["degraded"] is False and after["issues"] == before["issues"]
 
 
+def test_a_reader_serving_a_copy_goes_back_to_the_real_store_once_it_opens(
+    built_base: Path,  # noqa: F811 (the fixture imported above)
+    _hermetic_env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A serve that started on a full disk answered from its read-only copy until restarted, while index
+    # runs published to the real store once space came back. The fault is injected where chromadb fails on
+    # a full disk (opening the store, in this process only: the probe process sees the store as it is);
+    # the slow test below does the same on a real full file system.
+    from indexer.build import build_index
+    from indexer.diskspace import OPEN_FAILED, disk_full
+    from indexer.store import Store
+    from service.engine import LookupEngine
+
+    damaged_copy(built_base, _hermetic_env, lambda data_dir: None)
+    settings = Settings(data_dir=_hermetic_env)
+    real_load = Store._load
+    disk = {"full": True}
+
+    def load(self: Store) -> None:
+        if disk["full"] and self.settings.data_dir == _hermetic_env:
+            raise disk_full(_hermetic_env, OPEN_FAILED) from _sqlite_full()  # what _load makes of it
+        real_load(self)
+
+    monkeypatch.setattr(Store, "_load", load)
+    engine = LookupEngine.open(settings, embedder=HashingEmbedder(), build_if_empty=False)
+    try:
+        copy = getattr(engine.store, "_copy", None)
+        assert copy is not None and copy.is_dir()
+        assert any("read-only copy" in reason for reason in engine.degraded_reasons())
+        assert engine.reopen_real_store() is False  # still full: the copy serves on
+        assert any("read-only copy" in reason for reason in engine.degraded_reasons())
+
+        disk["full"] = False  # space comes back, and an index run publishes to the real store
+        published = build_index(settings, embedder=HashingEmbedder(), full=True, progress=False).generation
+        assert published != engine.generation
+        engine.reload_if_changed(now=True)  # what a lookup or /health does: the way back starts there
+        wait_until(lambda: engine.generation == published and not copy.exists(), timeout=60)
+        assert not any("copy" in reason or "is full" in reason for reason in engine.degraded_reasons())
+        assert getattr(engine.store, "_copy", None) is None
+        assert engine.lookup(ERROR).issues
+    finally:
+        engine.close()
+
+
 def _namespace_command() -> list[str] | None:
     """``unshare`` arguments that give a child its own mount namespace where it may mount a tmpfs."""
     import shutil
@@ -174,7 +234,8 @@ def test_a_real_full_disk_serves_the_last_index_and_names_the_disk_everywhere(
     # The faults above are injected; this is the real thing: a 48 MB tmpfs holding the index, filled to
     # the last byte. chromadb cannot even open a store there to read it, so lookups (CLI and served app)
     # must answer from a read-only copy elsewhere, say so, and every command must name the disk, not
-    # corruption. Then the space comes back and a plain `index` works again.
+    # corruption. Then the space comes back (while the app serves: it goes back to the real store) and a
+    # plain `index` works again.
     import json
     import os
     import subprocess
@@ -210,6 +271,19 @@ def test_a_real_full_disk_serves_the_last_index_and_names_the_disk_everywhere(
     serve = report["serve"]
     assert serve["state"] == "ready" and serve["lookup_status"] == 200 and serve["issues"], serve
     assert any("is full" in r and "read-only copy" in r for r in serve["health"]["reasons"]), serve["health"]
+
+    # Space came back while serving and an index run published a new generation to the real store: the
+    # service goes back to it (it no longer says "copy", answers from the new generation, drops the copy)
+    # instead of serving the old copy until restarted.
+    rebuild = serve["rebuild"]
+    assert rebuild["code"] == 0, rebuild
+    published = json.loads(rebuild["stdout"])["generation"]
+    assert published != serve["generation"], serve
+    assert not any("copy" in r or "is full" in r for r in serve["health_after"]["reasons"]), serve["health_after"]
+    assert serve["generation_after"] == published, serve
+    assert serve["lookup_after_status"] == 200 and serve["issues_after"], serve
+    assert serve["copies_while_serving"] == [], serve
+    assert serve["index_beside"]["code"] == 75, serve["index_beside"]  # back to holding the shared lock
 
     assert report["index_after"]["code"] == 0, report["index_after"]
     after = report["lookup_after"]
