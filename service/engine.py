@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from indexer.trust import UNTRUSTED_NOTE
 from service.analysis.input import ParsedInput, parse_input
 from service.answer import (
     Knowledge,
@@ -281,6 +282,7 @@ class LookupEngine:
                 [*confident, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
             )
         )
+        issues = [issue_out(h, snap.knowledge) for h in calibrate(hits)]
         return LookupResponse(
             diagnosis=diagnosis,
             query=QueryInfo(signatures=list(parsed.signatures), normalized="\n".join(parsed.normalized)),
@@ -297,13 +299,14 @@ class LookupEngine:
                 outside_scope=parsed.other_model is not None,
                 reproduction=self._reproduce(parsed) if budget.allows("reproduction") else None,
             ),
-            issues=[issue_out(h, snap.knowledge) for h in calibrate(hits)],
+            issues=issues,
             no_confident_match=no_match,
             fixes=fixes,
             advice=without_repeats(advice_out(advise(parsed, evidence)), fixes) if budget.allows("advice") else [],
             index=snap.index,
             degraded=result.degraded,
             partial=self._partial(budget, store_failed=result.degraded),
+            untrusted_text=UNTRUSTED_NOTE if any(issue.trust != "curated" for issue in issues) else None,
         )
 
     def documents(self) -> list[Document]:

@@ -121,6 +121,11 @@ class LookupBrief(BaseModel):
     fixes: list[FixOut] = Field(
         default=[], description="Without a diagnosis: the closest fixes (at most two), each with sources"
     )
+    untrusted_text: str | None = Field(
+        default=None,
+        description="Set when an issue listed is a synced GitHub thread this project did not check: how to "
+        "treat its title and text",
+    )
 
 
 def brief(answer: LookupResponse) -> LookupBrief:
@@ -152,6 +157,7 @@ def brief(answer: LookupResponse) -> LookupBrief:
             for i in answer.issues
         ],
         fixes=[] if answer.diagnosis is not None else answer.fixes[:MAX_BRIEF_FIXES],
+        untrusted_text=answer.untrusted_text,
     )
 
 

@@ -401,6 +401,18 @@ def test_lookup_without_a_diagnosis_shows_the_closest_fixes(tmp_path: Path) -> N
     assert "  * Remove ignore_eos from the request or the benchmark client." in out
 
 
+def test_lookup_passes_on_the_note_about_synced_text(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("skill_lookup", LOOKUP_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from indexer.trust import UNTRUSTED_NOTE
+
+    assert "Note:" not in module.render(ANSWER)  # every issue curated: nothing to say
+    out = module.render({**ANSWER, "untrusted_text": UNTRUSTED_NOTE})
+    assert f"Note: {UNTRUSTED_NOTE}" in out.splitlines()
+
+
 def test_lookup_reads_stdin_sends_top_k_and_the_token(lookup_server: ThreadingHTTPServer) -> None:
     log = "INFO starting\nERROR openai_harmony.HarmonyError: unexpected tokens remaining in message header\n"
     result = _run(["--top-k", "3", "-"], url=_url(lookup_server), stdin=log, token="s3cret")

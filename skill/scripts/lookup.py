@@ -208,6 +208,8 @@ def render(answer: dict[str, Any]) -> str:
             lines.append(f"{head} {title}" if title else head)
             if _get(issue, "url"):
                 lines.append(f"  {issue['url']}")
+        if _get(answer, "untrusted_text"):
+            lines.append(f"Note: {answer['untrusted_text']}")
     if not (isinstance(diagnosis, dict) and diagnosis):
         for fix in (_get(answer, "fixes", []) or [])[:BRIEF_FIXES]:
             lines.append(f"Fix: {_get(fix, 'summary', '')}")

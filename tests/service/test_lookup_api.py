@@ -151,6 +151,7 @@ def test_openapi_documents_the_lookup_contract(client: TestClient) -> None:
     components = schema["components"]["schemas"]
     assert "Problem" in components and "LookupResponse" in components
     assert components["LookupResponse"]["properties"]["no_confident_match"]["description"]
+    assert "untrusted" in components["LookupResponse"]["properties"]["untrusted_text"]["description"]
     assert client.get("/docs").status_code == 200
 
 
