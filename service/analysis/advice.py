@@ -288,10 +288,11 @@ def _tool_choice_advice(parsed: ParsedInput, hits: Sequence[Document], flags: di
         return []
     return [
         Advice(
-            summary=f"tool_choice={choice!r} is not enforced for gpt-oss on vLLM: the `openai` tool parser "
-            'handles tool_choice "auto"; "required" or a named function is ignored (or rejected on the '
-            'Responses API), so validate tool calls on the client or send tool_choice "auto" with clear '
-            "instructions.",
+            summary=f"tool_choice={choice!r} is not reliably enforced for gpt-oss on vLLM: the `openai` tool "
+            'parser handles tool_choice "auto"; "required" was ignored on v0.20.1 (vllm#44216, open) and the '
+            "Responses API refused anything but auto/none before vllm#45560. Validate tool calls on the client "
+            'or send tool_choice "auto" with clear instructions; on builds with vllm#45560 and vllm#52222, '
+            "function tools declared strict get grammar-constrained calls.",
             flags=[flag("tool_choice=auto", "set")],
             sources=_sources(hits, r"tool_choice\W{0,3}(?:required|auto)|only supports auto"),
         )
