@@ -9,12 +9,15 @@ Layout inside Chroma (embedded ``PersistentClient`` or a ``chroma run`` server, 
 
 Keeping meta in Chroma makes replicas on one server agree. A full rebuild writes a fresh data collection
 and swaps ``active`` only when it completes, so a failed rebuild leaves the last good index serving.
+
+This module reads and writes the collections. Opening (locks, an empty or unreadable database, the probe
+before a rebuild, the read-only copy on a full disk) is indexer/store_open.py; the writer's heal on open
+(the vector self-check and the repair) is indexer/store_health.py.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -24,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from indexer.chroma_client import FIX, make_client, move_aside, short_error
+from indexer.chroma_client import FIX, short_error
 from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
 from indexer.documents import DocKind, Document
 from indexer.embedding import Embedder
-from indexer.errors import DiskFull, StoreError, StoreLocked
+from indexer.errors import StoreError, StoreLocked
 from indexer.lease import WriterLease
 from indexer.lock import DataDirLock
 from indexer.meta import (
@@ -51,12 +54,6 @@ log = logging.getLogger(__name__)
 
 CHUNK = 256
 EMBED_CHUNK = 64
-SELF_CHECK = 8
-"""Stored vectors a writer looks up again when it opens the store: each must find its own document."""
-SELF_MATCH = 0.99
-"""The similarity a stored vector must have to its own record (it is the same vector: 1.0 but for rounding)."""
-TEXT_MATCH = 0.95
-"""The cosine a stored vector must have to its text embedded again (ONNX int8 and torch agree to >= 0.99)."""
 Progress = Callable[[int], None]
 
 
@@ -93,31 +90,6 @@ def _metadata(doc: Document, content_hash: str, embed_key: str) -> dict[str, Any
     if doc.state:
         meta["state"] = doc.state
     return meta
-
-
-def _empty_database(settings: IndexSettings) -> str | None:
-    """The embedded store's sqlite file when it exists with zero bytes (a damaged store), else None."""
-    path = settings.chroma_dir / "chroma.sqlite3"
-    try:
-        return str(path) if path.stat().st_size == 0 else None
-    except OSError:
-        return None
-
-
-def _probe_before_rebuild(settings: IndexSettings) -> Path | None:
-    """Before a full rebuild opens the embedded store: move it aside when a probe process cannot open it.
-
-    This process never opens a store chromadb hangs or fails on (reopening after such a failure is not
-    safe in one process: indexer/probe.py). The writer holds the exclusive lock, so the probe takes none.
-    """
-    from indexer.probe import probe_store
-
-    probe = probe_store(settings, timeout=settings.store_probe_timeout, lock=False)
-    if not probe.failed:
-        return None
-    if is_disk_full(RuntimeError(probe.detail), settings.data_dir):
-        raise disk_full(settings.data_dir, OPEN_FAILED)  # no corruption: keep the index where it serves
-    return move_aside(settings, probe.detail)
 
 
 class Store:
@@ -163,93 +135,18 @@ class Store:
         lock_timeout: float = 0.0,
         reset_if_corrupt: bool = False,
     ) -> Store:
-        """Open (and, when writable, initialise) the store.
+        """Open (and, when writable, initialise and heal) the store: see :func:`indexer.store_open.open_store`."""
+        from indexer.store_open import open_store
 
-        An embedded store is locked for the Store's lifetime: shared when read-only, exclusive when
-        writable (StoreLocked names the other process). A corrupt store raises StoreError naming the fix, unless
-        ``reset_if_corrupt`` (a full rebuild), which moves the broken folder aside and starts empty.
-        """
-        lock = None
-        if not settings.chroma_url:
-            # Readers share the data dir, a writer has it alone (see indexer/lock.py for why).
-            lock = DataDirLock(settings.data_dir, exclusive=not read_only).acquire(timeout=lock_timeout)
-            empty = _empty_database(settings)
-            if empty is not None and not reset_if_corrupt:
-                lock.release()
-                # chromadb would take a zero-byte file for a new database: every synced thread would be
-                # gone and the first start would build the KB over it without a word.
-                raise StoreError(
-                    f"the index database {empty} is empty (0 bytes: the disk was full, or a crash hit while it "
-                    f"was written); {FIX} (synced GitHub threads in it are lost: add --github to fetch them again)"
-                )
-
-        def load() -> Store:
-            store = cls(
-                make_client(settings), settings, embedder, read_only=read_only, lock=lock, lock_timeout=lock_timeout
-            )
-            try:
-                store._load()
-            except BaseException:
-                if store._lease is not None:
-                    store._lease.release()
-                raise
-            return store
-
-        try:
-            moved: Path | None = None
-            empty = _empty_database(settings) if reset_if_corrupt and not settings.chroma_url else None
-            if empty:
-                moved = move_aside(settings, f"the index database {empty} is empty (0 bytes)")
-            elif reset_if_corrupt and not settings.chroma_url:
-                moved = _probe_before_rebuild(settings)
-            try:
-                store = load()
-            except DiskFull:
-                if not read_only or lock is None:
-                    raise
-                return cls._open_copy(settings, embedder, lock)
-            except StoreError as exc:
-                if not reset_if_corrupt or settings.chroma_url or isinstance(exc, DiskFull):
-                    raise  # a full disk is no corruption: moving the index aside would stop it serving
-                moved = move_aside(settings, str(exc).removesuffix(f"; {FIX}"))  # this run is that fix
-                store = load()
-            store.moved_aside = moved
-            if not read_only and not reset_if_corrupt:  # a full rebuild replaces the vectors anyway
-                try:
-                    store._heal()
-                except BaseException:
-                    store.close()
-                    raise
-            return store
-        except BaseException:
-            if lock is not None:
-                lock.release()
-            raise
-
-    @classmethod
-    def _open_copy(cls, settings: IndexSettings, embedder: Embedder, lock: DataDirLock) -> Store:
-        """A reader on a full disk: the last committed index, served from a read-only copy elsewhere.
-
-        chromadb cannot open a store on a full disk even to read it; the copy is made under the shared
-        lock, which is then released (the copy is this reader's alone), and removed on close.
-        """
-        from indexer.diskspace import read_only_copy
-
-        try:
-            copy = read_only_copy(settings.chroma_dir)
-        finally:
-            lock.release()
-        try:
-            store = cls.open(settings.model_copy(update={"data_dir": copy}), embedder, read_only=True)
-        except BaseException:
-            shutil.rmtree(copy, ignore_errors=True)
-            raise
-        store.full_disk = (
-            f"{disk_full(settings.data_dir, 'serving the last committed index from a read-only copy in ' + str(copy))}"
+        return open_store(
+            cls, settings, embedder, read_only=read_only, lock_timeout=lock_timeout, reset_if_corrupt=reset_if_corrupt
         )
-        store._copy = copy
-        log.warning("%s", store.full_disk)
-        return store
+
+    def vector_problem(self, sample: int | None = None) -> str | None:
+        """Why dense search over the served collection is damaged; None when sound (indexer/store_health.py)."""
+        from indexer.store_health import SELF_CHECK, vector_problem
+
+        return vector_problem(self, SELF_CHECK if sample is None else sample)
 
     def _load(self) -> None:
         try:
@@ -284,90 +181,6 @@ class Store:
                 raise disk_full(self.settings.data_dir, OPEN_FAILED) from exc
             raise StoreError(f"the index at {self.location} cannot be read ({short_error(exc)}); {FIX}") from exc
         self._target = self._active
-
-    def _heal(self) -> None:
-        """Repair the serving collection when a writer died mid-write or its vectors fail the self-check.
-
-        A killed run leaves the dirty marker (set before the first write, cleared when the generation is
-        published); its documents are all stored, but its vectors cannot be trusted (issue 16: dense search
-        degraded while every document was there). The repair re-embeds every document into a fresh
-        collection and swaps it in, so "a killed run loses nothing" holds for the vectors too.
-        """
-        if self._active is None:
-            return
-        if self._state(self._active).get("dirty"):
-            self.repair("a run stopped mid-write (killed?)")
-            return
-        problem = self.vector_problem()
-        if problem is not None:
-            self.repair(problem)
-
-    def vector_problem(self, sample: int = SELF_CHECK) -> str | None:
-        """Why dense search over the served collection is damaged, from sampled documents; None when sound.
-
-        Each sampled document's stored vector must come back as its own nearest neighbour (or an
-        identical twin's) and must match its text embedded again: a vector index that lost entries, or
-        vectors that no longer belong to their documents, fail this while every document is still
-        readable. Costs ``sample`` queries and one small embedding batch.
-        """
-        if self._active is None:
-            return None
-        try:
-            col = self._collection(self._active)
-            ids = col.get(include=[])["ids"]
-            if not ids:
-                return None
-            picked = random.sample(ids, min(sample, len(ids)))
-            got = col.get(ids=picked, include=["embeddings", "documents"])
-            stored = np.asarray(got["embeddings"], dtype=np.float32).reshape(len(got["ids"]), -1)
-            lost = sorted(set(picked) - set(got["ids"]))
-            for doc_id, vector in zip(got["ids"], stored, strict=True):
-                hits = self.query(vector, 1)
-                if not hits or hits[0][1] < SELF_MATCH:
-                    lost.append(doc_id)
-            stale = []
-            if self._embedded_by_this_model() and got["ids"]:
-                texts = [Document.model_validate_json(text).text for text in got["documents"] or []]
-                fresh = self.embedder.encode(texts)
-                for doc_id, old, new in zip(got["ids"], stored, fresh, strict=True):
-                    cosine = float(old @ new) / max(float(np.linalg.norm(old) * np.linalg.norm(new)), 1e-12)
-                    if cosine < TEXT_MATCH:
-                        stale.append(doc_id)
-        except StoreError as exc:
-            return f"the vector self-check failed ({exc})"
-        except Exception as exc:
-            return f"the vector self-check failed ({short_error(exc)})"
-        problems = []
-        if lost:
-            problems.append(f"{len(lost)} of {len(picked)} sampled documents are not found by their own vector")
-        if stale:
-            problems.append(f"{len(stale)} of {len(picked)} sampled vectors do not match their document's text")
-        return f"{'; '.join(problems)} (e.g. {(lost or stale)[0]})" if problems else None
-
-    def _embedded_by_this_model(self) -> bool:
-        """True when the served vectors come from this embedder's model family and dimension."""
-        state = self._state(str(self._active))
-        family = str(state.get("embedder") or "").split("/", 1)[0]
-        same_dimension = int(state.get("dimension") or 0) == self.embedder.dimension
-        return family == self.embedder.name.split("/", 1)[0] and same_dimension
-
-    def repair(self, reason: str) -> None:
-        """Re-embed every served document into a fresh collection and swap it in (the rebuild's swap).
-
-        Documents, cursors and times are kept: only the vectors are made again. A repair that dies in
-        turn leaves the damaged collection serving, still marked, and the next writer repairs it.
-        """
-        old = str(self._active)
-        state = self._state(old)
-        docs = self.documents()
-        log.warning("the index at %s needs repair: %s; re-embedding its %d documents", self.location, reason, len(docs))
-        with self.rebuild():
-            target = self._writable_target()
-            self._keep_cursors(old, target)
-            self._apply(docs, progress=None)
-        if state.get("built_at"):  # the documents date from the killed run's build, not from now
-            self._update_state(str(self._active), built_at=state["built_at"])
-        log.warning("repaired the index at %s (%d documents re-embedded)", self.location, len(docs))
 
     def close(self) -> None:
         """Release the writer lease or the data dir lock (the Chroma client itself needs no closing)."""

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from indexer.build import build_index
 from indexer.errors import StoreLocked
 from indexer.sources.cards import bundled_cards
-from indexer.store import SELF_CHECK, Store
+from indexer.store import Store
+from indexer.store_health import SELF_CHECK
 from service.cli import main
 from service.config import Settings
 from tests.fakes import HashingEmbedder, github_mark, store_held_by_another_process
@@ -36,7 +37,7 @@ def test_first_build_indexes_docs_and_cards_then_skips_unchanged(
 
     second = build_index(settings, embedder=embedder, progress=False)
     assert (second.issues_new, second.issues_updated, second.issues_unchanged) == (0, 0, CARDS)
-    # Nothing re-embedded; the writer's vector self-check embeds its small sample again (indexer/store.py).
+    # Nothing re-embedded; the writer's vector self-check embeds its small sample again (indexer/store_health.py).
     assert second.embedded == 0 and embedder.texts == CARDS + SECTIONS + SELF_CHECK
     assert second.generation == first.generation
 
