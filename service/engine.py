@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from indexer.api import StoreStatus
     from indexer.documents import Document
     from indexer.embedding import Embedder
+    from service.analysis.advice import CuratedThreads
     from service.analysis.harmony import HarmonyAnalyzer
     from service.diagnosis import Problems
     from service.retrieval import RetrievalResult, Retriever
@@ -129,6 +130,8 @@ class _Snapshot:
     documents: list[Document]
     retriever: Retriever
     knowledge: Knowledge
+    curated: CuratedThreads
+    """The generation's curated threads, as advice reads them (built once per generation)."""
     problems: Problems
     index: IndexInfo
     status: StoreStatus
@@ -302,7 +305,11 @@ class LookupEngine:
             issues=issues,
             no_confident_match=no_match,
             fixes=fixes,
-            advice=without_repeats(advice_out(advise(parsed, evidence)), fixes) if budget.allows("advice") else [],
+            advice=(
+                without_repeats(advice_out(advise(parsed, evidence, snap.curated)), fixes)
+                if budget.allows("advice")
+                else []
+            ),
             index=snap.index,
             degraded=result.degraded,
             partial=self._partial(budget, store_failed=result.degraded),
@@ -497,6 +504,7 @@ class LookupEngine:
         return True
 
     def _load(self, generation: str, store: IndexStore | None = None) -> _Snapshot:
+        from service.analysis.advice import CuratedThreads
         from service.diagnosis import Problems
         from service.retrieval import Retriever
 
@@ -509,6 +517,7 @@ class LookupEngine:
             documents=documents,
             retriever=retriever,
             knowledge=Knowledge(documents),
+            curated=CuratedThreads(documents),
             problems=Problems.load(self.settings.docs_dir),
             index=index_info(status),
             status=status,

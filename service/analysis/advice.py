@@ -2,20 +2,21 @@
 
 Rules fire on what the input shows (error text, flags seen, versions) and on the curated fields of
 the best hits (fix, workarounds, flags, versions). Nothing is advised without a source: an issue id
-from the hits or the bundled KB.
+from the hits or the loaded generation's curated threads (:class:`CuratedThreads`, built once per
+generation by the engine). Synced text that no card backs is never a source of advice.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
 from packaging.version import Version
 from pydantic import BaseModel, Field
 
-from indexer.documents import Card, Document
-from indexer.sources.cards import bundled_cards
+from indexer.documents import Document
+from indexer.signatures import normalize_signature
+from indexer.trust import trust_level
 from service.analysis.input import ParsedInput
 from service.analysis.origin import categorize, text_window
 from service.models import FlagAction, FlagOut
@@ -106,7 +107,7 @@ _MIN_VERSION = re.compile(
 )
 
 
-def fixing_version(doc: Document | Card) -> str | None:
+def fixing_version(doc: Document) -> str | None:
     """The vLLM version a card says fixes (or first supports) what it describes, if it says one."""
     if doc.repo not in {"vllm-project/vllm", "vllm-project/recipes"}:
         return None
@@ -116,30 +117,80 @@ def fixing_version(doc: Document | Card) -> str | None:
     return None
 
 
-@lru_cache(maxsize=1)
-def _kb() -> dict[str, Card]:
-    return {card.id: card for card in bundled_cards()}
+class CuratedThreads:
+    """The curated threads of one index generation (trust level ``curated``: a KB card backs them), as
+    advice reads them. Built once per generation; what a rule pattern finds is kept for the generation.
 
+    Only curated fields are read (fix, workarounds, flags and their roles, error strings, summary,
+    state); threads no card backs (synced maintainer or community text) are left out. Ties are broken
+    by id, so the result does not depend on the order the store returns documents in.
+    """
 
-def _kb_sources(pattern: str, limit: int = 3) -> list[str]:
-    """KB cards that back ``pattern``: a confirmed fix or a workaround naming it first, bare flags last."""
-    return list(_kb_sources_cached(pattern, limit))
+    def __init__(self, documents: Iterable[Document]) -> None:
+        threads = sorted(
+            (d for d in documents if d.is_thread and trust_level(d) == "curated"), key=lambda d: d.id
+        )
+        self.by_id: dict[str, Document] = {d.id: d for d in threads}
+        self._sources: dict[tuple[str, int], tuple[str, ...]] = {}
+        self._min_version: dict[str, tuple[str, str] | None] = {}
+        # Threads with a workaround or a confirmed fix, with their normalised error strings (30+ chars):
+        # normalising every thread's strings on each lookup was a tenth of its time.
+        actionable = []
+        for doc in threads:
+            if not (doc.workarounds or (doc.fix and doc.fix_confirmed)):
+                continue
+            keys = tuple(k for k in (normalize_signature(sig) for sig in doc.error_signatures) if len(k) >= 30)
+            if keys:
+                actionable.append((doc, keys))
+        self.actionable: tuple[tuple[Document, tuple[str, ...]], ...] = tuple(actionable)
 
+    def get(self, doc_id: str) -> Document | None:
+        return self.by_id.get(doc_id)
 
-@lru_cache(maxsize=256)
-def _kb_sources_cached(pattern: str, limit: int) -> tuple[str, ...]:
-    # The patterns are the rules' constants and the KB is fixed: scan it once per pattern, not per lookup.
-    rx = re.compile(pattern, re.I)
-    scored: list[tuple[int, Card]] = []
-    for card in _kb().values():
-        in_fix = bool(card.fix and rx.search(card.fix)) and card.fix_confirmed
-        in_workaround = any(rx.search(t) for t in card.workarounds)
-        in_flags = any(rx.search(t) for t in card.flags) and card.fix_confirmed
-        score = 3 * in_fix + 2 * in_workaround + in_flags
-        if score:
-            scored.append((score, card))
-    scored.sort(key=lambda item: (-item[0], item[1].state != "merged", -item[1].number))
-    return tuple(card.id for _, card in scored[:limit])
+    def sources(self, pattern: str, limit: int = 3) -> list[str]:
+        """Threads that back ``pattern``: a confirmed fix or a workaround naming it first, bare flags last."""
+        key = (pattern, limit)
+        found = self._sources.get(key)
+        if found is None:
+            found = self._sources[key] = self._scan_sources(pattern, limit)
+        return list(found)
+
+    def _scan_sources(self, pattern: str, limit: int) -> tuple[str, ...]:
+        # The patterns are the rules' constants: each is scanned once per generation, not per lookup.
+        rx = re.compile(pattern, re.I)
+        scored: list[tuple[int, Document]] = []
+        for doc in self.by_id.values():
+            in_fix = bool(doc.fix and rx.search(doc.fix)) and doc.fix_confirmed
+            in_workaround = any(rx.search(t) for t in doc.workarounds)
+            in_flags = any(rx.search(t) for t in doc.flags) and doc.fix_confirmed
+            score = 3 * in_fix + 2 * in_workaround + in_flags
+            if score:
+                scored.append((score, doc))
+        scored.sort(key=lambda item: (-item[0], item[1].state != "merged", -(item[1].number or 0), item[1].id))
+        return tuple(doc.id for _, doc in scored[:limit])
+
+    def min_version_for(self, pattern: str) -> tuple[str, str] | None:
+        """The lowest vLLM version the curated threads say is needed for something matching ``pattern``."""
+        if pattern not in self._min_version:
+            self._min_version[pattern] = self._scan_min_version(pattern)
+        return self._min_version[pattern]
+
+    def _scan_min_version(self, pattern: str) -> tuple[str, str] | None:
+        # Among threads naming the same lowest version, a merged PR with a confirmed fix is cited first
+        # (an open PR or an issue only reports the version), then the lowest id.
+        rx = re.compile(pattern, re.I)
+        best: tuple[tuple[Version, bool, bool, str], str] | None = None
+        for doc in self.by_id.values():
+            version = fixing_version(doc)
+            if version is None or not any(rx.search(t) for t in [doc.fix or "", doc.summary or "", *doc.flags]):
+                continue
+            parsed = parse_version(version)
+            if parsed is None:
+                continue
+            key = (parsed, doc.state != "merged", not doc.fix_confirmed, doc.id)
+            if best is None or key < best[0]:
+                best = (key, version)
+        return (best[1], best[0][3]) if best else None
 
 
 def _hit_sources(hits: Sequence[Document], pattern: str) -> list[str]:
@@ -151,29 +202,12 @@ def _hit_sources(hits: Sequence[Document], pattern: str) -> list[str]:
     ]
 
 
-def _sources(hits: Sequence[Document], pattern: str, limit: int = 3) -> list[str]:
+def _sources(hits: Sequence[Document], pattern: str, kb: CuratedThreads, limit: int = 3) -> list[str]:
     ids = _hit_sources(hits, pattern)
-    for extra in _kb_sources(pattern, limit):
+    for extra in kb.sources(pattern, limit):
         if extra not in ids:
             ids.append(extra)
     return ids[:limit]
-
-
-@lru_cache(maxsize=64)
-def _min_version_for(pattern: str) -> tuple[str, str] | None:
-    """The lowest vLLM version the KB says is needed for something matching ``pattern``."""
-    rx = re.compile(pattern, re.I)
-    best: tuple[Version, str, str] | None = None
-    for card in _kb().values():
-        version = fixing_version(card)
-        if version is None or not any(
-            rx.search(t) for t in [card.fix or "", card.summary or "", *card.flags]
-        ):
-            continue
-        parsed = parse_version(version)
-        if parsed is not None and (best is None or parsed < best[0]):
-            best = (parsed, version, card.id)
-    return (best[1], best[2]) if best else None
 
 
 # --- rules ---------------------------------------------------------------------------------------------
@@ -226,7 +260,7 @@ def _vllm_context(parsed: ParsedInput, hits: Sequence[Document]) -> bool:
 
 
 def _tool_parser_advice(
-    parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str], category: str
+    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str], category: str
 ) -> list[Advice]:
     text = text_window(parsed.text)
     wants_tools = category == "tool-calling" or bool(_TOOL_SYMPTOM.search(text))
@@ -238,7 +272,7 @@ def _tool_parser_advice(
         "0",
     }
     advice: list[Advice] = []
-    minimum = _min_version_for(r"tool-call-parser openai")
+    minimum = kb.min_version_for(r"tool-call-parser openai")
     version = user_vllm_version(parsed)
     if not (has_parser and has_auto):
         missing = [
@@ -259,7 +293,7 @@ def _tool_parser_advice(
             Advice(
                 summary=summary,
                 flags=[flag("--tool-call-parser openai", "set"), flag("--enable-auto-tool-choice", "set")],
-                sources=_sources(hits, r"enable-auto-tool-choice|tool-call-parser[ =]openai")
+                sources=_sources(hits, r"enable-auto-tool-choice|tool-call-parser[ =]openai", kb)
                 + ([minimum[1]] if minimum else []),
             )
         )
@@ -282,7 +316,9 @@ def _older(version: str, minimum: str) -> bool:
     return have is not None and need is not None and have < need
 
 
-def _tool_choice_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str]) -> list[Advice]:
+def _tool_choice_advice(
+    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str]
+) -> list[Advice]:
     choice = flags.get("tool-choice")
     if choice is None or choice in {"true", "false"} or choice.startswith(("auto", "none")):
         return []
@@ -294,13 +330,13 @@ def _tool_choice_advice(parsed: ParsedInput, hits: Sequence[Document], flags: di
             'or send tool_choice "auto" with clear instructions; on builds with vllm#45560 and vllm#52222, '
             "function tools declared strict get grammar-constrained calls.",
             flags=[flag("tool_choice=auto", "set")],
-            sources=_sources(hits, r"tool_choice\W{0,3}(?:required|auto)|only supports auto"),
+            sources=_sources(hits, r"tool_choice\W{0,3}(?:required|auto)|only supports auto", kb),
         )
     ]
 
 
 def _reasoning_advice(
-    parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str], category: str
+    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str], category: str
 ) -> list[Advice]:
     if not (category == "reasoning-output" or _REASONING_SYMPTOM.search(text_window(parsed.text))):
         return []
@@ -315,12 +351,12 @@ def _reasoning_advice(
             "reasoning field instead of mixing with the answer; clients that read `reasoning_content` vs "
             "`reasoning` may need to match the field your vLLM version returns.",
             flags=[flag("--reasoning-parser openai_gptoss", "set")],
-            sources=_sources(hits, r"reasoning-parser[ =]openai_gptoss"),
+            sources=_sources(hits, r"reasoning-parser[ =]openai_gptoss", kb),
         )
     ]
 
 
-def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) -> list[Advice]:
+def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, category: str) -> list[Advice]:
     if category != "vocab-download":
         return []
     return [
@@ -332,12 +368,14 @@ def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) 
             "starts, so openai-harmony does not try to download it. `gptoss-doctor vocab export DIR` "
             "writes the verified file and prints that line.",
             flags=[flag("TIKTOKEN_ENCODINGS_BASE", "set")],
-            sources=_sources(hits, r"TIKTOKEN_ENCODINGS_BASE"),
+            sources=_sources(hits, r"TIKTOKEN_ENCODINGS_BASE", kb),
         )
     ]
 
 
-def _stop_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str, str]) -> list[Advice]:
+def _stop_advice(
+    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str]
+) -> list[Advice]:
     text = text_window(parsed.text)
     ignore_eos = flags.get("ignore-eos", "false").lower() not in {"false", "0"}
     if not (_RETURN_ERROR.search(text) or _STOP_SYMPTOM.search(text) or ignore_eos):
@@ -351,12 +389,12 @@ def _stop_advice(parsed: ParsedInput, hits: Sequence[Document], flags: dict[str,
             "rejects the extra token. Keep the model's generation_config.json eos_token_id list (it includes "
             f"{RETURN_TOKEN} and {CALL_TOKEN}) so the server stops there.",
             flags=[flag("ignore_eos", "avoid"), flag("min_tokens", "avoid")],
-            sources=_sources(hits, r"ignore_eos"),
+            sources=_sources(hits, r"ignore_eos", kb),
         )
     ]
 
 
-def _attention_advice(parsed: ParsedInput, hits: Sequence[Document], category: str) -> list[Advice]:
+def _attention_advice(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, category: str) -> list[Advice]:
     if not (category == "attention-backend" and _SINKS.search(text_window(parsed.text))) or not _vllm_context(
         parsed, hits
     ):
@@ -371,48 +409,30 @@ def _attention_advice(parsed: ParsedInput, hits: Sequence[Document], category: s
                 flag("--attention-backend TRITON_ATTN", "set"),
                 flag("VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1", "set"),
             ],
-            sources=_sources(hits, r"TRITON_ATTN"),
+            sources=_sources(hits, r"TRITON_ATTN", kb),
         )
     ]
 
 
-@lru_cache(maxsize=1)
-def _actionable_card_keys() -> tuple[tuple[Card, tuple[str, ...]], ...]:
-    """KB cards with a workaround or a confirmed fix, with their normalised error strings (30+ chars).
-
-    Computed once: normalising every card's signatures on each lookup was a tenth of its time.
-    """
-    from indexer.signatures import normalize_signature
-
-    out = []
-    for card in _kb().values():
-        if not (card.workarounds or (card.fix and card.fix_confirmed)):
-            continue
-        keys = tuple(k for k in (normalize_signature(s) for s in card.error_signatures) if len(k) >= 30)
-        if keys:
-            out.append((card, keys))
-    return tuple(out)
-
-
-def _same_error_cards(parsed: ParsedInput, hits: Sequence[Document], limit: int = 2) -> list[Document]:
-    """KB cards that quote the input's exact error string and say what to do about it."""
+def _same_error_cards(
+    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, limit: int = 2
+) -> list[Document]:
+    """Curated threads that quote the input's exact error string and say what to do about it."""
     if not parsed.normalized:
         return []
     shown = [n for n in parsed.normalized[:10] if len(n) >= 30]
     have = {h.id for h in hits}
-    found: list[Card] = []
-    for card, keys in _actionable_card_keys():
-        if card.id in have:
+    found: list[Document] = []
+    for doc, keys in kb.actionable:
+        if doc.id in have:
             continue
         if any(key in s or s in key for key in keys for s in shown):
-            found.append(card)
-    found.sort(key=lambda c: (not c.fix_confirmed, -len(c.workarounds)))
-    from indexer.sources.cards import card_to_document
-
-    return [card_to_document(card) for card in found[:limit]]
+            found.append(doc)
+    found.sort(key=lambda d: (not d.fix_confirmed, -len(d.workarounds), d.id))
+    return found[:limit]
 
 
-def _version_advice(parsed: ParsedInput, hits: Sequence[Document]) -> list[Advice]:
+def _version_advice(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads) -> list[Advice]:
     version = user_vllm_version(parsed)
     advice: list[Advice] = []
     for doc in hits:
@@ -421,7 +441,7 @@ def _version_advice(parsed: ParsedInput, hits: Sequence[Document]) -> list[Advic
         if own:
             fixed_in = (own, doc.id)
         for pr in doc.fixed_by:
-            card = _kb().get(pr)
+            card = kb.get(pr)
             if (
                 fixed_in is None
                 and card is not None
@@ -501,8 +521,9 @@ def _dedupe(items: Iterable[Advice]) -> list[Advice]:
     return out
 
 
-def advise(parsed: ParsedInput, hits: Sequence[Document], *, max_hits: int = 3) -> list[Advice]:
-    """Configuration advice for this input; ``hits`` are ranked best first (pass only confident ones)."""
+def advise(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, *, max_hits: int = 3) -> list[Advice]:
+    """Configuration advice for this input; ``hits`` are ranked best first (pass only confident ones), ``kb``
+    is the loaded generation's curated threads."""
     top = list(hits[:max_hits])
     if top:
         # Lower-ranked hits only count when they are about the same thing as the best one.
@@ -510,14 +531,14 @@ def advise(parsed: ParsedInput, hits: Sequence[Document], *, max_hits: int = 3) 
     flags = seen_flags(parsed)
     category = categorize(parsed, top)
     advice = [
-        *_vocab_advice(parsed, top, category),
-        *_attention_advice(parsed, top, category),
-        *_tool_parser_advice(parsed, top, flags, category),
-        *_tool_choice_advice(parsed, top, flags),
-        *_reasoning_advice(parsed, top, flags, category),
-        *_stop_advice(parsed, top, flags),
-        *_version_advice(parsed, top),
+        *_vocab_advice(parsed, top, kb, category),
+        *_attention_advice(parsed, top, kb, category),
+        *_tool_parser_advice(parsed, top, kb, flags, category),
+        *_tool_choice_advice(parsed, top, kb, flags),
+        *_reasoning_advice(parsed, top, kb, flags, category),
+        *_stop_advice(parsed, top, kb, flags),
+        *_version_advice(parsed, top, kb),
         *_card_advice(top),
-        *_card_advice(_same_error_cards(parsed, top)),
+        *_card_advice(_same_error_cards(parsed, top, kb)),
     ]
     return _dedupe(advice)

@@ -9,6 +9,7 @@ import pytest
 
 from indexer.documents import Document
 from indexer.sources.cards import card_documents
+from service.analysis.advice import CuratedThreads
 from service.analysis.harmony import HarmonyAnalyzer
 from service.config import Settings
 
@@ -33,3 +34,9 @@ def analyzer(harmony_data_dir: Path) -> HarmonyAnalyzer:
 def cards() -> dict[str, Document]:
     """Every bundled KB card as a Document, by id."""
     return {doc.id: doc for doc in card_documents()}
+
+
+@pytest.fixture(scope="session")
+def kb() -> CuratedThreads:
+    """The curated threads of an index built from the bundled KB (what advice reads per generation)."""
+    return CuratedThreads(card_documents())

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.documents import Document
-from service.analysis.advice import Advice, advise, card_flags, fixing_version, seen_flags
+from indexer.documents import DocKind, Document, SourceName
+from indexer.trust import trust_level
+from service.analysis.advice import Advice, CuratedThreads, advise, card_flags, fixing_version, seen_flags
 from service.analysis.input import parse_input
 from service.models import FlagOut
 from service.versions import parse_version
@@ -24,8 +25,8 @@ def _about(advice: list[Advice], needle: str) -> list[Advice]:
     return [a for a in advice if needle.lower() in (a.summary + " " + " ".join(f.text() for f in a.flags)).lower()]
 
 
-def test_missing_tool_parser_flags_are_advised_with_sources(cards: dict[str, Document]) -> None:
-    advice = advise(parse_input(TOOLS_IN_CONTENT), _hits(cards, "vllm-project/vllm#22337"))
+def test_missing_tool_parser_flags_are_advised_with_sources(cards: dict[str, Document], kb: CuratedThreads) -> None:
+    advice = advise(parse_input(TOOLS_IN_CONTENT), _hits(cards, "vllm-project/vllm#22337"), kb)
     rule = [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
     assert len(rule) == 1
     assert rule[0].flags == [
@@ -36,19 +37,19 @@ def test_missing_tool_parser_flags_are_advised_with_sources(cards: dict[str, Doc
     assert "0.10.2" in rule[0].summary  # the KB's minimum version for the openai parser
 
 
-def test_no_tool_flag_advice_when_both_flags_are_already_set(cards: dict[str, Document]) -> None:
+def test_no_tool_flag_advice_when_both_flags_are_already_set(cards: dict[str, Document], kb: CuratedThreads) -> None:
     text = "$ vllm serve openai/gpt-oss-120b --tool-call-parser openai --enable-auto-tool-choice\n" + TOOLS_IN_CONTENT
-    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"))
+    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"), kb)
     assert not [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser")]
 
 
-def test_flags_named_inside_an_error_message_do_not_count_as_set() -> None:
+def test_flags_named_inside_an_error_message_do_not_count_as_set(kb: CuratedThreads) -> None:
     text = (
         "openai.BadRequestError: Error code: 400 - {'message': '\"auto\" tool choice requires "
         "--enable-auto-tool-choice and --tool-call-parser to be set', 'code': 400}"
     )
     assert "enable-auto-tool-choice" not in seen_flags(parse_input(text))
-    advice = advise(parse_input(text), [])
+    advice = advise(parse_input(text), [], kb)
     assert _about(advice, "--enable-auto-tool-choice")
 
 
@@ -64,17 +65,19 @@ def test_non_default_args_count_as_set_flags() -> None:
     assert flags["reasoning-parser"] == "openai_gptoss"
 
 
-def test_tool_flag_advice_is_not_given_for_another_engine() -> None:
+def test_tool_flag_advice_is_not_given_for_another_engine(kb: CuratedThreads) -> None:
     text = "ollama: gpt-oss tool calls come back as text inside content instead of tool_calls"
-    assert not _about(advise(parse_input(text), []), "--tool-call-parser")
+    assert not _about(advise(parse_input(text), [], kb), "--tool-call-parser")
 
 
-def test_old_vllm_without_the_openai_parser_is_told_the_minimum_version(cards: dict[str, Document]) -> None:
+def test_old_vllm_without_the_openai_parser_is_told_the_minimum_version(
+    cards: dict[str, Document], kb: CuratedThreads
+) -> None:
     log = (
         "(APIServer pid=7) INFO [api_server.py:1805] vLLM API server version 0.10.1\n"
         "KeyError: 'invalid tool call parser: openai (chose from { hermes, mistral, pythonic })'"
     )
-    advice = advise(parse_input(log), _hits(cards, "vllm-project/recipes#51"))
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/recipes#51"), kb)
     upgrade = [a for a in advice if a.summary.startswith("Upgrade vLLM to 0.10.2")]
     assert upgrade and "your vLLM 0.10.1 " in upgrade[0].summary
     assert all(s for s in upgrade[0].sources)
@@ -89,13 +92,13 @@ def test_old_vllm_without_the_openai_parser_is_told_the_minimum_version(cards: d
     ],
 )
 def test_version_aware_advice_compares_with_the_fixing_release(
-    cards: dict[str, Document], version: str, verdict: str
+    cards: dict[str, Document], version: str, verdict: str, kb: CuratedThreads
 ) -> None:
     log = (
         f"(APIServer pid=1) INFO [api_server.py:1805] vLLM API server version {version}\n"
         "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
     )
-    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22386"))
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22386"), kb)
     versioned = [a for a in advice if a.summary.startswith(f"Your vLLM {version}")]
     assert len(versioned) == 1
     assert verdict in versioned[0].summary
@@ -122,35 +125,35 @@ def test_version_normalisation_tolerates_local_and_dev_suffixes(raw: str, expect
     assert (str(normalised) if normalised else None) == expected
 
 
-def test_offline_vocab_advises_the_env_var(cards: dict[str, Document]) -> None:
+def test_offline_vocab_advises_the_env_var(cards: dict[str, Document], kb: CuratedThreads) -> None:
     log = "openai_harmony.HarmonyError: error downloading or loading vocab file: failed to download or load vocab file"
-    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22525"))
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22525"), kb)
     rule = _about(advice, "TIKTOKEN_ENCODINGS_BASE")
     assert rule and rule[0].flags == [FlagOut(flag="TIKTOKEN_ENCODINGS_BASE", action="set")]
     assert rule[0].sources  # backed by KB cards that give the workaround
     assert "gptoss-doctor vocab export DIR" in rule[0].summary  # the command that writes the file
 
 
-def test_return_token_error_advises_against_ignore_eos(cards: dict[str, Document]) -> None:
+def test_return_token_error_advises_against_ignore_eos(cards: dict[str, Document], kb: CuratedThreads) -> None:
     text = (
         '{"error":{"message":"Unexpected token 200002 while expecting start token 200006","code":500}}\n'
         "sampling params {'max_tokens': 2048, 'ignore_eos': True}"
     )
-    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#50690"))
+    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#50690"), kb)
     rule = [a for a in advice if a.summary.startswith("Do not send `ignore_eos`")]
     assert rule and "200002" in rule[0].summary and "generation_config" in rule[0].summary
     assert "vllm-project/vllm#50690" in rule[0].sources
     assert FlagOut(flag="ignore_eos", action="avoid") in rule[0].flags
 
 
-def test_what_a_reporter_ran_is_never_advice(cards: dict[str, Document]) -> None:
+def test_what_a_reporter_ran_is_never_advice(cards: dict[str, Document], kb: CuratedThreads) -> None:
     # #50690's card lists ignore_eos=true, the very trigger of the error: as context it is no advice,
     # as avoid it is advice to avoid, never to set.
     text = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
     card = cards["vllm-project/vllm#50690"]
     for roles in ({}, {"ignore_eos=true": "avoid"}):
         doc = card.model_copy(update={"flag_roles": roles})
-        advice = advise(parse_input(text), [doc])
+        advice = advise(parse_input(text), [doc], kb)
         typed = [f for a in advice for f in a.flags]
         assert not [f for f in typed if f.flag == "ignore_eos" and f.action == "set"]
         assert not [f for f in typed if f.flag == "max_completion_tokens"]  # context: what was run
@@ -175,55 +178,59 @@ def test_a_flag_quoted_as_a_request_field_is_read_by_its_name(cards: dict[str, D
     assert FlagOut(flag="ignore_eos", action="avoid") in card_flags(cards["vllm-project/guidellm#979"])
 
 
-def test_disabled_ignore_eos_in_sampling_params_is_not_a_stop_symptom() -> None:
+def test_disabled_ignore_eos_in_sampling_params_is_not_a_stop_symptom(kb: CuratedThreads) -> None:
     text = "SamplingParams(n=1, stop=[], ignore_eos=False, max_tokens=128, min_tokens=0) finish_reason=length"
-    assert not [a for a in advise(parse_input(text), []) if a.summary.startswith("Do not send `ignore_eos`")]
+    assert not [a for a in advise(parse_input(text), [], kb) if a.summary.startswith("Do not send `ignore_eos`")]
 
 
-def test_boolean_enable_auto_tool_choice_is_not_mistaken_for_a_tool_choice() -> None:
+def test_boolean_enable_auto_tool_choice_is_not_mistaken_for_a_tool_choice(kb: CuratedThreads) -> None:
     text = "non-default args: {'enable_auto_tool_choice': True, 'tool_call_parser': 'openai'}"
-    assert not [a for a in advise(parse_input(text), []) if a.summary.startswith("tool_choice=")]
+    assert not [a for a in advise(parse_input(text), [], kb) if a.summary.startswith("tool_choice=")]
 
 
-def test_tool_choice_other_than_auto_is_flagged(cards: dict[str, Document]) -> None:
+def test_tool_choice_other_than_auto_is_flagged(cards: dict[str, Document], kb: CuratedThreads) -> None:
     text = 'vLLM gpt-oss-20b: request with tool_choice="required" returns plain prose and no tool_calls'
-    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#44216"))
+    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#44216"), kb)
     rule = [a for a in advice if a.summary.startswith("tool_choice='required'")]
     assert rule and "vllm-project/vllm#44216" in rule[0].sources
 
 
-def test_reasoning_leak_advises_the_reasoning_parser_unless_set() -> None:
+def test_reasoning_leak_advises_the_reasoning_parser_unless_set(kb: CuratedThreads) -> None:
     text = "vLLM gpt-oss: the analysis channel text ends up in content and reasoning_content is null"
-    assert _about(advise(parse_input(text), []), "--reasoning-parser openai_gptoss")
+    assert _about(advise(parse_input(text), [], kb), "--reasoning-parser openai_gptoss")
     with_flag = "$ vllm serve openai/gpt-oss-20b --reasoning-parser openai_gptoss\n" + text
-    assert not [a for a in advise(parse_input(with_flag), []) if a.summary.startswith("Start vLLM with `--reasoning")]
+    assert not [
+        a for a in advise(parse_input(with_flag), [], kb) if a.summary.startswith("Start vLLM with `--reasoning")
+    ]
 
 
-def test_attention_sink_errors_advise_the_triton_backend(cards: dict[str, Document]) -> None:
+def test_attention_sink_errors_advise_the_triton_backend(cards: dict[str, Document], kb: CuratedThreads) -> None:
     log = "NotImplementedError: FlashInfer backend currently does not support attention sinks"
-    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#30919"))
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#30919"), kb)
     assert _about(advice, "TRITON_ATTN")
 
 
-def test_card_workarounds_and_flags_of_the_top_hit_are_included(cards: dict[str, Document]) -> None:
+def test_card_workarounds_and_flags_of_the_top_hit_are_included(cards: dict[str, Document], kb: CuratedThreads) -> None:
     log = (
         "(Worker_TP1 pid=214) ERROR [multiproc_executor.py:671] RuntimeError: CUDA driver error: invalid device ordinal"
     )
-    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#26525"))
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#26525"), kb)
     from_card = [a for a in advice if a.sources == ["vllm-project/vllm#26525"]]
     assert from_card and "VLLM_ALLREDUCE_USE_SYMM_MEM" in from_card[0].summary
 
 
-def test_cards_quoting_the_same_error_contribute_their_workaround(cards: dict[str, Document]) -> None:
+def test_cards_quoting_the_same_error_contribute_their_workaround(
+    cards: dict[str, Document], kb: CuratedThreads
+) -> None:
     # The hit is about the same parser error in general; a card with the very same string knows more.
     log = "openai_harmony.HarmonyError: Unexpected token 173781 while expecting start token 200006"
-    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22519"))
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#22519"), kb)
     assert _about(advice, "RedHatAI/gpt-oss-120b")
 
 
-def test_lower_ranked_hits_about_something_else_are_ignored(cards: dict[str, Document]) -> None:
+def test_lower_ranked_hits_about_something_else_are_ignored(cards: dict[str, Document], kb: CuratedThreads) -> None:
     log = "RuntimeError: CUDA driver error: invalid device ordinal"
-    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#26525", "vllm-project/vllm#22137"))
+    advice = advise(parse_input(log), _hits(cards, "vllm-project/vllm#26525", "vllm-project/vllm#22137"), kb)
     assert not [a for a in advice if "vllm-project/vllm#22137" in a.sources]
 
 
@@ -236,18 +243,61 @@ def test_lower_ranked_hits_about_something_else_are_ignored(cards: dict[str, Doc
         "vLLM API server version 0.10.1\nKeyError: 'invalid tool call parser: openai (chose from { x })'",
     ],
 )
-def test_every_piece_of_advice_cites_a_source(cards: dict[str, Document], text: str) -> None:
+def test_every_piece_of_advice_cites_a_source(cards: dict[str, Document], text: str, kb: CuratedThreads) -> None:
     hits = _hits(cards, "vllm-project/vllm#22337", "vllm-project/vllm#50690", "vllm-project/recipes#51")
-    advice = advise(parse_input(text), hits)
+    advice = advise(parse_input(text), hits, kb)
     assert advice
     for item in advice:
         assert item.sources, item.summary
         assert all("#" in source for source in item.sources)
 
 
-def test_no_gpt_oss_flags_for_another_model_family() -> None:
+def test_no_gpt_oss_flags_for_another_model_family(kb: CuratedThreads) -> None:
     text = (
         "KeyError: 'invalid reasoning parser: deepseek-r1 (chose from { deepseek_r1, qwen3 })'\n"
         "vllm serve deepseek-ai/DeepSeek-R1-Distill-Llama-70B --reasoning-parser deepseek-r1"
     )
-    assert not _about(advise(parse_input(text), []), "openai_gptoss")
+    assert not _about(advise(parse_input(text), [], kb), "openai_gptoss")
+
+
+def test_advice_reads_the_generations_curated_threads_never_synced_community_text(
+    cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    log = "openai_harmony.HarmonyError: Unexpected token 173781 while expecting start token 200006"
+    hits = _hits(cards, "vllm-project/vllm#22519")
+    helped = _about(advise(parse_input(log), hits, kb), "RedHatAI/gpt-oss-120b")
+    assert helped
+    source = helped[0].sources[0]
+    others = [d for d in cards.values() if d.id != source]
+    # A generation without that thread gives no such advice: advice reads the generation, not the bundled file.
+    assert not _about(advise(parse_input(log), hits, CuratedThreads(others)), "RedHatAI/gpt-oss-120b")
+    # The same text synced from GitHub with no card behind it (community) never becomes advice.
+    synced = cards[source].model_copy(
+        update={
+            "id": "someone/else#1",
+            "repo": "someone/else",
+            "number": 1,
+            "kind": DocKind.ISSUE,
+            "curated": False,
+            "sources": [SourceName.GITHUB],
+            "author_association": "NONE",
+        }
+    )
+    assert trust_level(synced) == "community"
+    community = CuratedThreads([*others, synced])
+    assert synced.id not in community.by_id
+    assert not _about(advise(parse_input(log), hits, community), "RedHatAI/gpt-oss-120b")
+    # A curated thread this generation holds (and the bundled file does not) backs advice.
+    added = cards[source].model_copy(update={"id": "someone/else#2", "repo": "someone/else", "number": 2})
+    advice = advise(parse_input(log), hits, CuratedThreads([*others, added]))
+    assert [a for a in advice if a.sources == [added.id] and "RedHatAI/gpt-oss-120b" in a.summary]
+
+
+def test_curated_threads_do_not_depend_on_the_order_documents_come_in(cards: dict[str, Document]) -> None:
+    forward, backward = CuratedThreads(cards.values()), CuratedThreads(reversed(list(cards.values())))
+    for pattern in (r"tool-call-parser openai", r"enable-auto-tool-choice", r"ignore_eos", r"TRITON_ATTN"):
+        assert forward.sources(pattern) == backward.sources(pattern)
+        assert forward.min_version_for(pattern) == backward.min_version_for(pattern)
+    assert [d.id for d, _ in forward.actionable] == [d.id for d, _ in backward.actionable]
+    # Three threads name 0.10.2 for the openai parser: the merged PR is cited, not the open PR or the issue.
+    assert forward.min_version_for(r"tool-call-parser openai") == ("0.10.2", "vllm-project/vllm#22386")
