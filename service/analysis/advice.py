@@ -202,6 +202,11 @@ def _hit_sources(hits: Sequence[Document], pattern: str) -> list[str]:
     ]
 
 
+def _unique(ids: Sequence[str]) -> list[str]:
+    """``ids`` in their order without repeats: a source cited twice in one piece of advice adds nothing."""
+    return list(dict.fromkeys(ids))
+
+
 def _sources(hits: Sequence[Document], pattern: str, kb: CuratedThreads, limit: int = 3) -> list[str]:
     ids = _hit_sources(hits, pattern)
     for extra in kb.sources(pattern, limit):
@@ -293,8 +298,10 @@ def _tool_parser_advice(
             Advice(
                 summary=summary,
                 flags=[flag("--tool-call-parser openai", "set"), flag("--enable-auto-tool-choice", "set")],
-                sources=_sources(hits, r"enable-auto-tool-choice|tool-call-parser[ =]openai", kb)
-                + ([minimum[1]] if minimum else []),
+                sources=_unique(
+                    _sources(hits, r"enable-auto-tool-choice|tool-call-parser[ =]openai", kb)
+                    + ([minimum[1]] if minimum else [])
+                ),
             )
         )
     invalid_parser = re.search(r"invalid tool call parser: openai", text)
@@ -305,7 +312,7 @@ def _tool_parser_advice(
                 summary=f"Upgrade vLLM to {minimum[0]} or newer: {shown} does not have the "
                 "`openai` tool-call parser "
                 "that gpt-oss tool calling needs.",
-                sources=[minimum[1], *_hit_sources(hits, r"invalid tool call parser")][:3],
+                sources=_unique([minimum[1], *_hit_sources(hits, r"invalid tool call parser")])[:3],
             )
         )
     return advice

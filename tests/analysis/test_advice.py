@@ -301,3 +301,13 @@ def test_curated_threads_do_not_depend_on_the_order_documents_come_in(cards: dic
     assert [d.id for d, _ in forward.actionable] == [d.id for d, _ in backward.actionable]
     # Three threads name 0.10.2 for the openai parser: the merged PR is cited, not the open PR or the issue.
     assert forward.min_version_for(r"tool-call-parser openai") == ("0.10.2", "vllm-project/vllm#22386")
+
+
+def test_a_source_is_cited_once_per_piece_of_advice(kb: CuratedThreads) -> None:
+    # With no hits, the tool-flag advice takes its sources from the generation's curated threads, and the
+    # release that brought the parser is cited by the very PR those threads already name.
+    advice = advise(parse_input(TOOLS_IN_CONTENT), [], kb)
+    tool_flags = [a for a in advice if "--tool-call-parser openai" in a.summary]
+    assert tool_flags
+    for item in advice:
+        assert len(set(item.sources)) == len(item.sources), item.sources
