@@ -61,6 +61,13 @@ class RunKind(StrEnum):
     def full(self) -> bool:
         return self in (RunKind.REBUILD, RunKind.REBUILD_LOCAL)
 
+    @classmethod
+    def of(cls, *, github: bool, full: bool) -> RunKind:
+        """The kind of run ``gptoss-doctor index [--github] [--full]`` asks for."""
+        if full:
+            return cls.REBUILD if github else cls.REBUILD_LOCAL
+        return cls.SYNC if github else cls.LOCAL
+
 
 def open_reader(settings: IndexSettings, embedder: Embedder) -> Store:
     """The index opened read-only (a shared lock on an embedded store); empty before the first build."""
@@ -71,23 +78,19 @@ def open_reader(settings: IndexSettings, embedder: Embedder) -> Store:
 
 def run_index(
     settings: IndexSettings,
-    kind: RunKind | None = None,
+    kind: RunKind,
     *,
-    github: bool = False,
-    full: bool = False,
     embedder: Embedder | None = None,
     progress: bool | None = False,
     lock_timeout: float = 0.0,
     github_client: Any = None,
 ) -> BuildSummary:
-    """One index run: ``kind`` decides GitHub and full rebuild, else the ``github`` and ``full`` flags."""
-    if kind is not None:
-        github, full = kind.github, kind.full
+    """One index run of ``kind`` (it decides GitHub and full rebuild)."""
     return build_index(
         settings,
         embedder=embedder,
-        github=github,
-        full=full,
+        github=kind.github,
+        full=kind.full,
         progress=progress,
         lock_timeout=lock_timeout,
         github_client=github_client,

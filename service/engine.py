@@ -465,9 +465,8 @@ class LookupEngine:
         at start-up, a probe process opens the store first (indexer/probe.py): this process failed to
         open it once already, and a hang in chromadb's native code must not take the server with it.
         """
+        from indexer.api import open_reader, probe_store
         from indexer.diskspace import OPEN_ROOM, free_bytes
-        from indexer.probe import probe_store
-        from indexer.store import Store
 
         settings = self.settings
         if not getattr(self.store, "full_disk", None):
@@ -479,7 +478,7 @@ class LookupEngine:
         if probe.verdict != "ok":  # still full, or a writer holds the store ("locked"): not yet
             log.info("the index store cannot be opened yet (%s: %s)", probe.verdict, probe.detail)
             return False
-        store = Store.open(settings, self.embedder, read_only=True)
+        store = open_reader(settings, self.embedder)
         try:
             if store.full_disk:  # the disk filled up again meanwhile: the copy already serving will do
                 store.close()

@@ -85,7 +85,7 @@ def index(ctx: click.Context, github: bool, full: bool, progress: bool | None, a
       gptoss-doctor index --github        # plus new/updated GitHub threads (GITHUB_TOKEN optional)
       gptoss-doctor index --full          # rebuild from scratch (also repairs a corrupt index)
     """
-    from indexer.api import run_index
+    from indexer.api import RunKind, run_index
     from indexer.errors import IndexerError, StoreLocked
     from service.config import load_settings
     from service.errors import DoctorError
@@ -101,7 +101,11 @@ def index(ctx: click.Context, github: bool, full: bool, progress: bool | None, a
     embedder = (ctx.obj or {}).get("embedder") if isinstance(ctx.obj, dict) else None
     try:
         summary = run_index(
-            settings, embedder=embedder, github=github, full=full, progress=show_progress, lock_timeout=wait
+            settings,
+            RunKind.of(github=github, full=full),
+            embedder=embedder,
+            progress=show_progress,
+            lock_timeout=wait,
         )
     except StoreLocked as exc:
         click.echo(f"error: {exc}", err=True)
