@@ -225,7 +225,7 @@ _VLLM = re.compile(
     re.I,
 )
 _TOOL_SYMPTOM = re.compile(
-    r"tool[_ ]calls?\b|tool choice|tool_choice|function calls?\b|tools array|call a function"
+    r"tool[_ ]calls?\b|tool choice|tool_choice|function calls?\b|function[ _-]?calling\b|tools array|call a function"
     r"|enable-auto-tool-choice|tool-call-parser|tool_call_parser",
     re.I,
 )

@@ -43,6 +43,20 @@ def test_no_tool_flag_advice_when_both_flags_are_already_set(cards: dict[str, Do
     assert not [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser")]
 
 
+@pytest.mark.parametrize("wording", ["native function calling", "function-calling", "supports_function_calling"])
+def test_function_calling_wording_counts_as_a_tool_symptom(wording: str, kb: CuratedThreads) -> None:
+    # "function calling" is how the KB's own threads name tool use (crewAI#4036's title, LiteLLM's
+    # supports_function_calling); a report in those words gets the server flags, with no hit to lean on.
+    text = f"gpt-oss-20b on vLLM 0.11.0: {wording} never produces a structured call, the JSON lands in the text"
+    rule = [a for a in advise(parse_input(text), [], kb) if a.summary.startswith("Start vLLM with `--tool-call")]
+    assert len(rule) == 1
+
+
+def test_a_responses_api_function_call_item_is_not_a_missing_parser_flag(kb: CuratedThreads) -> None:
+    text = "vLLM Responses API returns function_call items with status null for gpt-oss"
+    assert not _about(advise(parse_input(text), [], kb), "--tool-call-parser")
+
+
 def test_flags_named_inside_an_error_message_do_not_count_as_set(kb: CuratedThreads) -> None:
     text = (
         "openai.BadRequestError: Error code: 400 - {'message': '\"auto\" tool choice requires "
