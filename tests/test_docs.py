@@ -411,6 +411,17 @@ def _audit_lines() -> list[dict[str, object]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
+def test_no_doc_calls_a_pr_with_a_checked_release_unverified() -> None:
+    """Once a card carries the first release (read in release notes), the docs stop saying it is not verified."""
+    released = sorted(card.id for card in bundled_cards() if card.released_in)
+    assert released
+    for path in [*REFERENCE_DOCS, SKILL_MD]:
+        text = " ".join(path.read_text(encoding="utf-8").split())
+        for pr in released:
+            stale = re.search(re.escape(pr) + r"\)? \(merged[;,] first release not verified", text)
+            assert not stale, f"{path.name} still calls {pr} unverified; its card says {pr} is in a release"
+
+
 def test_claims_audit_lines_are_complete_records() -> None:
     records = _audit_lines()
     assert len(records) >= 136, "the audit covers at least every action row of the reference docs"

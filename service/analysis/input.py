@@ -68,6 +68,7 @@ _VERSION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("triton", re.compile(r"^triton\s{1,40}" + _VERSION, re.I | re.M)),
     ("sglang", re.compile(r"\bsglang[= :]{1,40}" + _VERSION, re.I)),
     ("ollama", re.compile(r"\bollama(?: version is)?[= :]{1,10}" + _VERSION, re.I)),
+    ("vllm-mlx", re.compile(r"\bvllm[-_]mlx(?: version)?[= :]{1,10}" + _VERSION, re.I)),
     ("cuda", re.compile(r"\bCUDA(?: Version)?:? " + _VERSION)),
 ]
 
@@ -87,7 +88,7 @@ _DEFAULTS_OFF = {"False", "None", "0", "''", "[]"}
 
 # A literal every match of a pattern contains (lower-case): a megabyte log is scanned once per
 # needle with a fast substring search, and a pattern runs only when its needle is there.
-_VERSION_NEEDLES: dict[str, tuple[str, ...]] = {"openai-harmony": ("harmony",)}
+_VERSION_NEEDLES: dict[str, tuple[str, ...]] = {"openai-harmony": ("harmony",), "vllm-mlx": ("mlx",)}
 # Non-ASCII letters that re.IGNORECASE matches to an ASCII one; mapped before lower() so a needle
 # precheck never skips a pattern that would have matched.
 _IGNORECASE_ASCII = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))

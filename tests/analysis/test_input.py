@@ -92,3 +92,11 @@ def test_four_part_versions_and_arg_names_are_not_mistaken_for_request_params() 
     assert parsed.versions["vllm"] == "0.10.1.1"
     assert "--enable-auto-tool-choice" in parsed.flags
     assert not any(flag.startswith("tool_choice=") for flag in parsed.flags)
+
+
+def test_a_vllm_mlx_version_is_its_own_and_not_vllms() -> None:
+    parsed = parse_input("vllm-mlx 0.3.2 on an M3 Max serving gpt-oss-20b with --tool-call-parser harmony")
+    assert parsed.versions.get("vllm-mlx") == "0.3.2"
+    assert "vllm" not in parsed.versions
+    assert parse_input("pip install vllm_mlx==0.4.1").versions.get("vllm-mlx") == "0.4.1"
+    assert "vllm-mlx" not in parse_input("vllm 0.11.0 with mlx-lm 0.28.1").versions

@@ -213,3 +213,14 @@ def test_index_github_syncs_after_the_docs_and_reports_requests(
         # A docs-only run does not undo the GitHub merge of those cards.
         docs_only = build_index(synced, embedder=embedder, progress=False)
         assert docs_only.issues_updated == 0 and docs_only.generation == idle.generation
+
+
+def test_the_snapshot_manifest_describes_the_bundled_cards() -> None:
+    """SNAPSHOT.json's count and sha256 are those of cards.jsonl: a card edit updates the manifest too."""
+    import hashlib
+
+    from indexer.sources.cards import CARDS_PATH, snapshot_meta
+
+    meta = snapshot_meta()
+    assert meta["cards"] == CARDS
+    assert meta["sha256"] == hashlib.sha256(CARDS_PATH.read_bytes()).hexdigest()

@@ -230,6 +230,27 @@ def test_fixed_in_only_with_merged_fix_prs() -> None:
             assert problem.status == "fixed" and problem.fix_prs, problem.anchor
 
 
+def test_a_section_whose_fix_prs_all_have_a_checked_release_is_fixed_in_the_newest() -> None:
+    """A card's released_in (a curator read it in release notes) and the section's Fixed in say the same."""
+    from packaging.version import Version
+
+    from service.versions import parse_version
+
+    cards = {card.id: card for card in bundled_cards()}
+    placed = 0
+    for problem in real_problems():
+        releases = [cards[pr].released_in for pr in problem.fix_prs if cards[pr].released_in]
+        if not releases:
+            continue
+        placed += 1
+        newest = max(releases, key=lambda tag: parse_version(tag) or Version("0"))
+        if len(releases) == len(problem.fix_prs):
+            assert problem.status == "fixed", f"{problem.anchor}: every fix PR is released, yet status {problem.status}"
+        if problem.fixed_in:
+            assert newest.removeprefix("v") in problem.fixed_in.values(), (problem.anchor, newest, problem.fixed_in)
+    assert placed, "at least one section's fix has a release read from its release notes"
+
+
 def test_anchors_are_the_github_slugs_of_the_headings() -> None:
     for problem in real_problems():
         text = (REPO_ROOT / problem.doc).read_text(encoding="utf-8")

@@ -178,6 +178,28 @@ def test_every_upgrade_in_the_real_docs_names_a_release_with_a_merged_pr(setting
                 assert merged & {*action.sources, *problem.fix_prs}, problem.anchor
 
 
+def test_the_bundled_vllm_mlx_section_says_which_release_fixed_it(settings: Settings) -> None:
+    """vllm-mlx#581's first release was read in the v0.4.0 release notes (card released_in); the section's
+    Fixed in carries it, so a reporter on an older vllm-mlx is told to upgrade and a newer one is not."""
+    from indexer.sources.cards import card_documents
+
+    anchor = "reference/known-issues.md#tool-history-flattened-to-text-on-vllm-mlx"
+    problem = next(p for p in load_problems(settings.docs_dir) if p.anchor == anchor)
+    card = next(c for c in bundled_cards() if c.id == "waybarrios/vllm-mlx#581")
+    assert problem.fixed_in == {"vllm-mlx": card.released_in.removeprefix("v")} == {"vllm-mlx": "0.4.0"}
+    knowledge = Knowledge(card_documents())
+    symptom = "earlier assistant tool calls appear in the rendered prompt as [Calling tool: lookup(q=x)] text"
+    older = verdict(problem, parse_input(f"vllm-mlx 0.3.2\n{symptom}"), knowledge)
+    assert (older.status, older.package, older.fixed_in) == ("affected", "vllm-mlx", "0.4.0")
+    assert older.your_version == "0.3.2"
+    assert older.text == "Fixed in vllm-mlx 0.4.0, you run 0.3.2: upgrade."
+    assert older.fix_prs == ["waybarrios/vllm-mlx#581"] and not older.release_verified
+    newer = verdict(problem, parse_input(f"vllm-mlx==0.4.1\n{symptom}"), knowledge)
+    assert newer.status == "has-fix" and "first in 0.4.0" in newer.text
+    vllm_only = verdict(problem, parse_input(f"vLLM 0.10.1\n{symptom}"), knowledge)
+    assert vllm_only.status == "fixed" and vllm_only.your_version is None, "a vLLM version is not a vllm-mlx one"
+
+
 def test_a_doc_upgrade_applies_only_below_its_release() -> None:
     problem = _problem(status="not-a-bug", fixed_in={}, fix_prs=())
     older = diagnose(parse_input(f"vllm==0.13.0\n{LINE}"), Problems([problem]), KNOWLEDGE, hits=[], sections=[])
