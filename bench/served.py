@@ -127,7 +127,8 @@ class InProcess:
         from service.config import load_settings
         from service.engine import LookupEngine
 
-        self.engine = LookupEngine.open(load_settings(data_dir=data_dir), build_if_empty=False)
+        # Long-lived like serve: the same embedder sessions, so the floor compares like with like.
+        self.engine = LookupEngine.open(load_settings(data_dir=data_dir), build_if_empty=False, long_lived=True)
         self.closed = False
         for text in WARMUP:
             self.engine.lookup(text, 5)

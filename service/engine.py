@@ -202,15 +202,19 @@ class LookupEngine:
         embedder: Embedder | None = None,
         build_if_empty: bool = True,
         on_build: Callable[[str], None] | None = None,
+        long_lived: bool = False,
     ) -> LookupEngine:
         """Open the bundled embedder, the store and Harmony; build the index first when it is empty.
 
         ``on_build`` is told (one line) when a first build starts, so the CLI can say so on stderr.
+        ``long_lived`` (MCP, the bench's in-process floor): the embedder also opens the session a query
+        uses when it encodes alone (``indexer.embedding.query_threads``); a one-shot CLI lookup would
+        only pay its load time.
         """
         from indexer.api import ensure_index, open_reader
-        from indexer.embedding import load_embedder
+        from indexer.embedding import load_embedder, query_threads
 
-        embedder = embedder or load_embedder(settings)
+        embedder = embedder or load_embedder(settings, query_threads=query_threads() if long_lived else None)
         if build_if_empty:
             ensure_index(settings, embedder, on_build=on_build)
         store: IndexStore = open_reader(settings, embedder)

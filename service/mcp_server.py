@@ -607,7 +607,7 @@ class LocalEngine:
                 from service.engine import LookupEngine
 
                 try:
-                    self._engine = LookupEngine.open(self.settings, on_build=self.on_build)
+                    self._engine = LookupEngine.open(self.settings, on_build=self.on_build, long_lived=True)
                 except DoctorError:
                     raise
                 except Exception as exc:  # model, store or vocab: say what failed and where to look

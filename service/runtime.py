@@ -41,12 +41,13 @@ def default_loader(settings: Settings, note: Callable[[str], None]) -> LookupEng
     """
     from indexer.chroma_client import FIX
     from indexer.diskspace import is_disk_full
-    from indexer.embedding import load_embedder
+    from indexer.embedding import load_embedder, query_threads
     from indexer.errors import StoreError
     from indexer.probe import RunningProbe
 
     probe = RunningProbe(settings, timeout=settings.store_probe_timeout)
-    embedder = load_embedder(settings)
+    # A long-lived process: a lookup that encodes alone uses a second, multi-threaded session.
+    embedder = load_embedder(settings, query_threads=query_threads())
     note("checking the index store in a probe process")
     verdict = probe.result()
     if verdict.verdict == "timeout":

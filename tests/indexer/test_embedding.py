@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -150,3 +152,75 @@ def test_a_model_folder_without_a_tokenizer_is_an_embedding_error(settings: Sett
     (tmp_path / "model").mkdir()
     with pytest.raises(EmbeddingError, match="not a sentence-transformers model"):
         load_embedder(settings.model_copy(update={"model_path": tmp_path / "model"}))
+
+
+# -- the query session (issue 17): two threads for a query that encodes alone ---------------------------
+
+
+@pytest.fixture(scope="module")
+def two_sessions(real_embedder: OnnxEmbedder) -> OnnxEmbedder:
+    """The same cached export with the second, 2-thread session a long-lived process opens."""
+    return OnnxEmbedder(real_embedder.folder, query_threads=2)
+
+
+def query_texts() -> list[str]:
+    """Inputs of every length a lookup sends (the dense leg encodes ``query_text[:400]``), and longer."""
+    cards = card_documents()[::25]
+    return [
+        "KeyError: 'tool_calls'",
+        "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006",
+        *(c.text[:400] for c in cards),
+        *(c.text for c in cards[:3]),  # past max_seq_length: truncated the same way
+        "x",
+    ]
+
+
+def test_a_query_alone_takes_the_two_thread_session_and_gets_the_same_vector(
+    real_embedder: OnnxEmbedder, two_sessions: OnnxEmbedder
+) -> None:
+    assert real_embedder.query_threads == real_embedder.threads == 1  # one-shot processes: one session
+    assert two_sessions.threads == 1 and two_sessions.query_threads == 2
+    texts = query_texts()
+    before = dict(two_sessions.runs)
+    fast = np.stack([two_sessions.encode([t])[0] for t in texts])
+    assert two_sessions.runs["alone"] == before["alone"] + len(texts)
+    assert two_sessions.runs["shared"] == before["shared"]
+    single = np.stack([real_embedder.encode([t])[0] for t in texts])
+    bulk = real_embedder.encode(texts)
+    # Measured: identical to the bit on onnxruntime 1.32 (int8 MatMuls accumulate in integers).
+    assert float(np.abs(fast - single).max()) <= 1e-6
+    assert float(np.abs(fast - bulk).max()) <= 1e-6
+
+
+def test_a_query_while_another_call_encodes_takes_the_one_thread_session(two_sessions: OnnxEmbedder) -> None:
+    import threading
+
+    long_texts = [f"{i} " + "a long log line that keeps the model busy " * 40 for i in range(200)]
+    bulk = threading.Thread(target=two_sessions.encode, args=(long_texts,))
+    before = dict(two_sessions.runs)
+    bulk.start()
+    try:
+        deadline = time.monotonic() + 30
+        while two_sessions.in_flight == 0 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert two_sessions.in_flight == 1
+        shared = two_sessions.encode(["KeyError: 'tool_calls'"])[0]
+        # The bulk call ran from before the query started to after it ended: the query was not alone.
+        assert bulk.is_alive()
+    finally:
+        bulk.join()
+    assert two_sessions.runs["shared"] == before["shared"] + 1
+    assert two_sessions.runs["alone"] == before["alone"]
+    assert two_sessions.in_flight == 0
+    alone = two_sessions.encode(["KeyError: 'tool_calls'"])[0]
+    assert two_sessions.runs["alone"] == before["alone"] + 1
+    assert float(np.abs(alone - shared).max()) <= 1e-6
+
+
+def test_load_embedder_opens_the_query_session_only_when_asked() -> None:
+    settings = Settings(data_dir=TEST_CACHE)
+    plain = load_embedder(settings)
+    serving = load_embedder(settings, query_threads=2)
+    assert isinstance(plain, OnnxEmbedder) and isinstance(serving, OnnxEmbedder)
+    assert plain.query_threads == 1 and serving.query_threads == 2
+    assert embedding.query_threads() == max(1, min(2, os.cpu_count() or 1))
