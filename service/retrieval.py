@@ -417,19 +417,25 @@ class Retriever:
         def ev(index: int) -> _Evidence:
             return evidence.setdefault(index, _Evidence())
 
-        # The dense leg (ONNX model, then a matrix product) releases the GIL: it runs beside the two
-        # Python legs instead of after them.
-        dense_job = _DENSE_POOL.submit(self.legs[-1].rank, parsed) if dense and self.has_dense else None
-        results: list[tuple[Leg, list[LegHit]]] = [(leg, leg.rank(parsed)) for leg in self.legs[:-1]]
-        if dense_job is not None:
-            results.append((self.legs[-1], dense_job.result()))
-        for leg, found in results:
+        def fuse(leg: Leg, found: list[LegHit]) -> None:
             weight = leg.weight(parsed)
             top = found[0].score if found else 0.0
             for rank, hit in enumerate(found):
                 e = ev(hit.index)
                 e.record(leg.name, rank, hit, top)
                 e.fused += weight * hit.score * hit.score if leg.by_score else weight / (c.rrf_k + rank)
+
+        # The dense leg (ONNX model, then a matrix product) releases the GIL: it runs beside the two
+        # Python legs instead of after them, and so does the input-only work below (the query encode
+        # is the longest step, so this thread would otherwise wait). The legs are fused in the same
+        # order as before the dense leg returns: the sums, and so the ranking, are the same.
+        dense_job = _DENSE_POOL.submit(self.legs[-1].rank, parsed) if dense and self.has_dense else None
+        for leg in self.legs[:-1]:
+            fuse(leg, leg.rank(parsed))
+        words = self._input_words(parsed)
+        components = self._input_components(parsed)
+        if dense_job is not None:
+            fuse(self.legs[-1], dense_job.result())
 
         # Sections pass a share of their score to the threads they cite (the best section counts).
         sections = sorted(
@@ -448,9 +454,7 @@ class Retriever:
             evidence[j].fused += share
 
         allowed = set(repos) if repos else None
-        words = self._input_words(parsed)
         top_signature = max((e.signature for e in evidence.values()), default=0.0)
-        components = self._input_components(parsed)
         scores: dict[int, float] = {}
         for index, e in evidence.items():
             doc = self.documents[index]

@@ -324,9 +324,20 @@ def _client_name(parsed: ParsedInput) -> str | None:
     return parsed.client
 
 
+def _own_rule(doc: Document) -> _Finding | None:
+    """The tier-0 rule a document's own error strings and title match: the same for every lookup."""
+    return _own_rule_cached(tuple(doc.error_signatures), doc.title)
+
+
+@lru_cache(maxsize=4096)
+def _own_rule_cached(signatures: tuple[str, ...], title: str) -> _Finding | None:
+    # Origin and category ask it of each lookup's top hits: scanned once per document's text, not per lookup.
+    return _scan([*signatures, title], max_tier=0)
+
+
 def _hit_side(doc: Document) -> tuple[Side, str] | None:
     """What one hit says about the side: its own error strings first, then its curated fields."""
-    own = _scan([*doc.error_signatures, doc.title], max_tier=0)
+    own = _own_rule(doc)
     if own is not None and own.rule.side == "environment":
         return "environment", own.rule.category
     if doc.component == "install-build":
@@ -443,7 +454,7 @@ def categorize(parsed: ParsedInput, hits: Sequence[Document]) -> str:
         return found.rule.category
     if hits:
         top = hits[0]
-        own = _scan([*top.error_signatures, top.title], max_tier=0)
+        own = _own_rule(top)
         if own is not None and own.rule.category != "harmony-parser":
             return own.rule.category
         if top.component:

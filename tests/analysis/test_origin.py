@@ -246,3 +246,27 @@ def test_a_failing_line_from_the_server_stays_the_servers_whatever_client_is_nam
     )
     assert parsed.client == "crewai"
     assert classify_origin(parsed, []).side == "server"
+
+
+def test_a_hits_own_strings_are_scanned_once_and_by_their_text(cards: dict[str, Document]) -> None:
+    """Origin and category read the rule a hit's own error strings match: scanned once per text (issue 17)."""
+    from service.analysis import origin
+
+    parsed = parse_input("the model keeps answering in the wrong field")
+    hits = list(cards.values())[:40]
+    first = [origin._own_rule(doc) for doc in hits]
+    assert first == [origin._scan([*d.error_signatures, d.title], max_tier=0) for d in hits]
+    classify_origin(parsed, hits)
+    categorize(parsed, hits)
+    before = origin._own_rule_cached.cache_info()
+    for _ in range(3):
+        classify_origin(parsed, hits)
+        categorize(parsed, hits)
+    after = origin._own_rule_cached.cache_info()
+    assert after.misses == before.misses and after.hits > before.hits
+    # Keyed by the text, not the id: a thread whose strings changed (a re-sync) is scanned again.
+    plain = next(d for d in cards.values() if origin._own_rule(d) is None)
+    ruled = next(d for d in cards.values() if origin._own_rule(d) is not None)
+    changed = plain.model_copy(update={"error_signatures": ruled.error_signatures, "title": ruled.title})
+    assert changed.id == plain.id
+    assert origin._own_rule(changed) == origin._own_rule(ruled) is not None
