@@ -214,7 +214,8 @@ class LookupEngine:
         from indexer.api import ensure_index, open_reader
         from indexer.embedding import load_embedder, query_threads
 
-        embedder = embedder or load_embedder(settings, query_threads=query_threads() if long_lived else None)
+        if embedder is None:
+            embedder = load_embedder(settings, query_threads=query_threads()) if long_lived else load_embedder(settings)
         if build_if_empty:
             ensure_index(settings, embedder, on_build=on_build)
         store: IndexStore = open_reader(settings, embedder)
