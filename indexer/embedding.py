@@ -16,6 +16,7 @@ logged warning when the export or the check fails; ``onnx`` raises instead.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 import os
@@ -128,16 +129,69 @@ def _max_seq_length(path: Path) -> int:
     return 256
 
 
+TABLE_FILE = "table.npy"
+TABLE_META = "table.json"
+
+
+def shared_table(folder: Path) -> tuple[str, Any] | None:
+    """The export's largest initializer (the word-embedding table, ~47 MB of its 59) as a read-only memory map.
+
+    A session given it as an initializer reads it in place instead of keeping its own copy, so a
+    second session costs ~20 MB instead of ~70 MB of RSS, and only the rows of tokens seen are
+    resident. Extracted once from ``model.onnx`` (the export folder is replaced whole on re-export,
+    and the model's size is checked too); None when that fails (a read-only folder): the sessions then
+    load their own copies, as before.
+    """
+    import onnxruntime as ort
+
+    model = folder / "model.onnx"
+    table, meta = folder / TABLE_FILE, folder / TABLE_META
+    try:
+        data = json.loads(meta.read_text()) if meta.is_file() and table.is_file() else None
+        if data is None or data.get("model_bytes") != model.stat().st_size:
+            data = _extract_table(model, table, meta)
+        array = np.load(table, mmap_mode="r")
+        if list(array.shape) != data["shape"] or array.dtype != np.float32:
+            raise ValueError(f"{table} has shape {array.shape} {array.dtype}, expected {data['shape']} float32")
+        return str(data["name"]), ort.OrtValue.ortvalue_from_numpy(array)
+    except Exception as exc:
+        log.info("the ONNX sessions load their own weights (no shared table: %s)", exc)
+        return None
+
+
+def _extract_table(model: Path, table: Path, meta: Path) -> dict[str, Any]:
+    import onnx
+    from onnx import numpy_helper
+
+    proto = onnx.load(str(model))
+    floats = [i for i in proto.graph.initializer if i.data_type == onnx.TensorProto.FLOAT]
+    biggest = max(floats, key=lambda i: int(np.prod(i.dims)))
+    array = np.ascontiguousarray(numpy_helper.to_array(biggest), dtype=np.float32)
+    data = {"name": biggest.name, "shape": list(array.shape), "model_bytes": model.stat().st_size}
+    # Written aside and renamed, so a process mapping the table never sees a partial file; a write that
+    # fails (a full disk) leaves nothing behind.
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    for target, payload in ((table, buffer.getvalue()), (meta, json.dumps(data).encode())):
+        staging = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            staging.write_bytes(payload)
+            os.replace(staging, target)
+        finally:
+            staging.unlink(missing_ok=True)
+    return data
+
+
 class OnnxEmbedder:
     """The int8 ONNX model on onnxruntime: tokenizer -> transformer -> mean pooling -> L2 norm.
 
     ``query_threads`` above ``threads`` opens a second session over the same model file with that many
-    intra-op threads (about 60 MB more RSS, 0.35 s more to open: long-lived processes only). A one-text
-    call uses it when no other call of this embedder is running at that moment (a counter of the calls
-    in flight; a bulk encode, such as an index run in the same process, counts for its whole length),
-    and the ``threads`` session otherwise, so concurrent lookups never have spare threads each fighting
-    for the cores.
-    Both sessions give the same vector for a text (tests/indexer/test_embedding.py checks it).
+    intra-op threads (long-lived processes only: about 50 MB more RSS, both sessions reading one mapped
+    word-embedding table (:func:`shared_table`), and 0.3 s more to open). A one-text call uses it when
+    no other call of this embedder is running at that moment (a counter of the calls in flight; a bulk
+    encode, such as an index run in the same process, counts for its whole length), and the
+    ``threads`` session otherwise, so concurrent lookups never have spare threads each fighting for the
+    cores. Both sessions give the same vector for a text (tests/indexer/test_embedding.py checks it).
     """
 
     def __init__(self, folder: Path, *, threads: int | None = None, query_threads: int | None = None) -> None:
@@ -155,11 +209,14 @@ class OnnxEmbedder:
         self._tokenizer.enable_truncation(self.max_length)
         self._workers = max(1, min(2, os.cpu_count() or 1))
         self.threads = threads or default_threads("onnx")
-        self._session = self._open_session(self.threads)
-        self._inputs = {i.name for i in self._session.get_inputs()}
         self.query_threads = self.threads
         self._query_session = None
-        if query_threads is not None and query_threads > self.threads:
+        two = query_threads is not None and query_threads > self.threads
+        # Two sessions read one copy of the word-embedding table (a memory map), not one each.
+        self._table = shared_table(folder) if two else None
+        self._session = self._open_session(self.threads)
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        if two and query_threads is not None:
             self.query_threads = query_threads
             self._query_session = self._open_session(query_threads)
         self._running = 0
@@ -179,6 +236,8 @@ class OnnxEmbedder:
         # largest buffers it ever saw per concurrent run, so the service's memory would only grow.
         options.enable_cpu_mem_arena = False
         options.log_severity_level = 3
+        if self._table is not None:
+            options.add_initializer(*self._table)
         return ort.InferenceSession(
             str(self.folder / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
         )

@@ -180,6 +180,7 @@ def test_a_query_alone_takes_the_two_thread_session_and_gets_the_same_vector(
 ) -> None:
     assert real_embedder.query_threads == real_embedder.threads == 1  # one-shot processes: one session
     assert two_sessions.threads == 1 and two_sessions.query_threads == 2
+    assert real_embedder._table is None and two_sessions._table is not None  # one mapped word table for both
     texts = query_texts()
     before = dict(two_sessions.runs)
     fast = np.stack([two_sessions.encode([t])[0] for t in texts])
@@ -224,3 +225,48 @@ def test_load_embedder_opens_the_query_session_only_when_asked() -> None:
     assert isinstance(plain, OnnxEmbedder) and isinstance(serving, OnnxEmbedder)
     assert plain.query_threads == 1 and serving.query_threads == 2
     assert embedding.query_threads() == max(1, min(2, os.cpu_count() or 1))
+
+
+def _export_copy(real_embedder: OnnxEmbedder, tmp_path: Path) -> Path:
+    folder = tmp_path / "export"
+    folder.mkdir()
+    for name in ("model.onnx", "tokenizer.json", "manifest.json"):
+        shutil.copy(real_embedder.folder / name, folder / name)
+    return folder
+
+
+def test_the_shared_word_table_is_extracted_once_and_gives_the_same_vectors(
+    real_embedder: OnnxEmbedder, tmp_path: Path
+) -> None:
+    folder = _export_copy(real_embedder, tmp_path)
+    first = OnnxEmbedder(folder, query_threads=2)
+    table = folder / embedding.TABLE_FILE
+    assert first._table is not None and table.is_file()
+    assert first._table[0] == "inner.embeddings.word_embeddings.weight"
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".")) == []  # no staging left
+    stamp = table.stat().st_mtime_ns
+    second = OnnxEmbedder(folder, query_threads=2)
+    assert table.stat().st_mtime_ns == stamp  # mapped again, not extracted again
+    texts = query_texts()
+    plain = real_embedder.encode(texts)
+    for embedder in (first, second):
+        assert float(np.abs(embedder.encode(texts) - plain).max()) <= 1e-6
+        assert float(np.abs(np.stack([embedder.encode([t])[0] for t in texts]) - plain).max()) <= 1e-6
+
+
+def test_a_table_that_does_not_fit_the_model_is_not_used(real_embedder: OnnxEmbedder, tmp_path: Path) -> None:
+    folder = _export_copy(real_embedder, tmp_path)
+    OnnxEmbedder(folder, query_threads=2)
+    # A table written for another model (its size recorded): extracted again from this model.
+    meta = folder / embedding.TABLE_META
+    data = json.loads(meta.read_text())
+    meta.write_text(json.dumps({**data, "model_bytes": 1}))
+    np.save(folder / embedding.TABLE_FILE, np.zeros((3, 384), dtype=np.float32))
+    again = OnnxEmbedder(folder, query_threads=2)
+    assert again._table is not None and json.loads(meta.read_text()) == data
+    # A table of the wrong shape under a matching record: the sessions load their own weights.
+    np.save(folder / embedding.TABLE_FILE, np.zeros((3, 384), dtype=np.float32))
+    fallback = OnnxEmbedder(folder, query_threads=2)
+    assert fallback._table is None and fallback.query_threads == 2
+    texts = query_texts()[:5]
+    assert float(np.abs(fallback.encode(texts) - real_embedder.encode(texts)).max()) <= 1e-6
