@@ -28,6 +28,18 @@ class Calibration:
     section_share: float = 0.25
     """Share of a reference section's fused score passed on to the threads it cites."""
 
+    # -- lexical pseudo-relevance feedback (RM3-style, from the KB's own texts) ---------------------
+    lexical_feedback_docs: int = 3
+    """How many of the BM25 leg's first-pass documents lend their words to the query (0: no feedback)."""
+    lexical_feedback_terms: int = 6
+    """How many of those documents' words (in-document share times IDF, weighted by the document's share
+    of the best BM25 score) are added to the query, the query's own words left out."""
+    lexical_feedback_prose: float = 0.1
+    """Total weight of the added words, as a share of the query's own words, for a described symptom: a
+    report in other words than the card's borrows the card's vocabulary from the documents it found."""
+    lexical_feedback_log: float = 0.0
+    """The same for input with error lines (their words are exact; feedback there only adds drift)."""
+
     # -- adjustments (multiplicative, on the fused score) -------------------------------------------
     curated_boost: float = 0.03
     """A thread backed by a curated card."""

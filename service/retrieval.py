@@ -3,7 +3,10 @@
 Three legs vote for each thread:
 - signatures: IDF-weighted token overlap between the input's error lines and each document's known
   error strings (robust to changed ids, names and truncation, strict about the distinctive words);
-- lexical: bm25s over title, error strings and our summary/cause/fix text;
+- lexical: bm25s over title, error strings and our summary/cause/fix text; a described symptom (no
+  error line) is widened with the strongest words of the documents it finds first (RM3-style
+  pseudo-relevance feedback from the index's own texts), so a report in other words than a card's
+  still reaches the card's vocabulary;
 - dense: cosine similarity of the bundled MiniLM embedding (paraphrases and symptom descriptions).
 Reference-doc sections take part too and pass their score on to the threads they cite. The ranks are
 fused (weighted reciprocal-rank fusion), then adjusted for the serving engine and client the input
@@ -248,6 +251,9 @@ class Retriever:
         n = max(len(corpus), 1)
         self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
         self._max_idf = math.log(1 + n)
+        # Pseudo-relevance feedback, per generation: each document's strongest words as BM25 vocabulary
+        # ids and weights, so a lookup only merges a few short arrays.
+        self._feedback_terms = [self._document_terms(tokens) for tokens in corpus]
         # (document, signature, token weights, rank factor): a thread's first error string is its
         # main one, later ones are errors it also mentions.
         self._signatures: list[tuple[int, str, dict[str, float], float]] = []
@@ -292,6 +298,26 @@ class Retriever:
         # The title and error strings say what the thread is about: give them double weight.
         head = "\n".join([doc.title, *doc.error_signatures])
         return f"{head}\n{head}\n{doc.text}"
+
+    FEEDBACK_TERMS_PER_DOC = 40
+    """How many of a document's words are kept as feedback candidates (its strongest)."""
+
+    def _document_terms(self, tokens: Sequence[str]) -> tuple[list[int], list[float]]:
+        """A document's strongest words: BM25 vocabulary ids and in-document share times IDF, best first.
+
+        Numbers are left out: a port, a token id or a version found in one thread says nothing about
+        another report.
+        """
+        counts: dict[str, int] = {}
+        for token in tokens:
+            if token != "_empty_" and not token.isdigit():
+                counts[token] = counts.get(token, 0) + 1
+        total = max(sum(counts.values()), 1)
+        vocab = self._bm25.vocab_dict
+        weighted = sorted(
+            ((count / total * self._idf[t], vocab[t]) for t, count in counts.items() if t in vocab), reverse=True
+        )[: self.FEEDBACK_TERMS_PER_DOC]
+        return [i for _, i in weighted], [w for w, _ in weighted]
 
     def _weights(self, tokens: Sequence[str]) -> dict[str, float]:
         return {t: self._idf.get(t, self._max_idf) for t in tokens if t not in _STOPWORDS}
@@ -382,8 +408,55 @@ class Retriever:
         if not tokens:
             return []
         scores = self._bm25.get_scores(tokens)
+        c = self.calibration
+        weight = c.lexical_feedback_log if parsed.is_log else c.lexical_feedback_prose
+        if weight > 0 and c.lexical_feedback_docs > 0 and c.lexical_feedback_terms > 0:
+            scores = self._lexical_feedback(tokens, scores, weight)
         order = np.argsort(-scores)[:limit]
         return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
+
+    def _lexical_feedback(self, tokens: Sequence[str], scores: np.ndarray, weight: float) -> np.ndarray:
+        """RM3-style expansion: the first pass's best documents lend their strongest words to the query.
+
+        Each of the ``lexical_feedback_docs`` best documents votes for its words (see
+        :meth:`_document_terms`) in proportion to its share of the best score; the
+        ``lexical_feedback_terms`` best words the query lacks are added, together weighing ``weight``
+        of the query's own words, and every document is scored again. The words come from the index's
+        own texts, never from a list: the feedback is derived from the KB.
+        """
+        c = self.calibration
+        m = min(c.lexical_feedback_docs, len(scores))
+        if m <= 0:
+            return scores
+        top = np.argpartition(-scores, m - 1)[:m]
+        best = float(scores[top].max())
+        if best <= 0:
+            return scores
+        vocab = self._bm25.vocab_dict
+        own = {vocab[t] for t in tokens if t in vocab}
+        votes: dict[int, float] = {}
+        for d in top.tolist():
+            share = float(scores[d]) / best
+            if share <= 0:
+                continue
+            ids, weights = self._feedback_terms[d]
+            for i, w in zip(ids, weights, strict=True):
+                if i not in own:
+                    votes[i] = votes.get(i, 0.0) + share * w
+        chosen = sorted(votes.items(), key=lambda item: -item[1])[: c.lexical_feedback_terms]
+        mass = sum(w for _, w in chosen)
+        if not mass:
+            return scores
+        # bm25s keeps each word's per-document BM25 scores as a sparse column: add the chosen words'
+        # columns, scaled, to the first pass's scores (what get_scores does, with a weight per word).
+        index = self._bm25.scores
+        data, indices, indptr = index["data"], index["indices"], index["indptr"]
+        expanded = scores.astype(np.float64)
+        scale = weight * len(tokens) / mass
+        for i, w in chosen:
+            start, end = indptr[i], indptr[i + 1]
+            np.add.at(expanded, indices[start:end], scale * w * data[start:end])
+        return expanded
 
     @property
     def has_dense(self) -> bool:

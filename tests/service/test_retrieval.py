@@ -316,3 +316,71 @@ def test_a_warning_line_that_is_word_for_word_a_known_error_string_is_high(retri
     partial = parse_input("(EngineCore_DP0 pid=42) WARNING 01-28 06:35:44 [x.py:34] Failed to import Triton kernels.")
     found = {hit.doc.id: hit for hit in retriever.search(partial, top_k=10).hits}
     assert all(hit.confidence != "high" for hit in found.values())
+
+
+def _bridge_corpus() -> list[Document]:
+    """The bundled KB plus threads whose titles carry two made-up words and whose text carries a third.
+
+    The target shares no word with the query: only the words of the threads the query finds lead to it.
+    """
+    found = [
+        Document(
+            id=f"example/bridge#{n}",
+            kind="issue",
+            repo="example/bridge",
+            number=n,
+            title=f"zebracorn quokkafish report {n}",
+            text="the flibbertigibbet pipeline fails; flibbertigibbet again. build 31337 31337 31337",
+        )
+        for n in (1, 2, 3)
+    ]
+    target = Document(
+        id="example/bridge#4",
+        kind="issue",
+        repo="example/bridge",
+        number=4,
+        title="flibbertigibbet pipeline",
+        text="flibbertigibbet flibbertigibbet pipeline",
+    )
+    number_only = Document(
+        id="example/bridge#5", kind="issue", repo="example/bridge", number=5, title="release 31337", text="31337"
+    )
+    return [*card_documents(), *found, target, number_only]
+
+
+def test_lexical_feedback_reaches_a_thread_in_the_words_of_the_threads_the_query_finds() -> None:
+    # RM3-style feedback (issue 12): a report worded unlike a card still finds the card through the
+    # vocabulary of the documents its own words find. Switched off, the target has no lexical rank at all.
+    from service.calibration import Calibration
+
+    docs = _bridge_corpus()
+    parsed = parse_input("zebracorn quokkafish")
+    assert not parsed.is_log
+    with_feedback = Retriever(docs, None, None)
+    without = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_prose=0.0))
+
+    def ids(retriever: Retriever) -> list[str]:
+        return [retriever.documents[i].id for i, _ in retriever._lexical_leg(parsed)]
+
+    assert "example/bridge#4" not in ids(without)
+    assert "example/bridge#4" in ids(with_feedback)
+    hits = [hit.doc.id for hit in with_feedback.search(parsed, top_k=5).hits]
+    assert set(hits[:3]) == {f"example/bridge#{n}" for n in (1, 2, 3)}
+    assert "example/bridge#4" in hits
+    assert "example/bridge#4" not in [hit.doc.id for hit in without.search(parsed, top_k=10).hits]
+    # A number is not a word of the problem: the build number the found threads share lends nothing.
+    assert "example/bridge#5" not in ids(with_feedback)
+
+
+def test_input_with_error_lines_gets_no_lexical_feedback() -> None:
+    # An error line's words are exact: feedback there would only pull in the neighbours' vocabulary.
+    from service.calibration import Calibration
+
+    docs = _bridge_corpus()
+    parsed = parse_input("ERROR 08-14 03:27:40 [core.py:12] RuntimeError: zebracorn quokkafish failed")
+    assert parsed.is_log
+    with_feedback = Retriever(docs, None, None)
+    without = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_prose=0.0))
+    assert with_feedback._lexical_leg(parsed) == without._lexical_leg(parsed)
+    logs_too = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_log=0.1))
+    assert "example/bridge#4" in [logs_too.documents[i].id for i, _ in logs_too._lexical_leg(parsed)]
