@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from indexer.diskspace import free_bytes
 from indexer.errors import EmbeddingError
 
 if TYPE_CHECKING:
@@ -131,6 +132,8 @@ def _max_seq_length(path: Path) -> int:
 
 TABLE_FILE = "table.npy"
 TABLE_META = "table.json"
+TABLE_ROOM = 256 * 1024 * 1024
+"""Free bytes the table's extraction leaves beyond the model's size, so it never takes an index run's room."""
 
 
 def shared_table(folder: Path) -> tuple[str, Any] | None:
@@ -149,6 +152,9 @@ def shared_table(folder: Path) -> tuple[str, Any] | None:
     try:
         data = json.loads(meta.read_text()) if meta.is_file() and table.is_file() else None
         if data is None or data.get("model_bytes") != model.stat().st_size:
+            free = free_bytes(folder)
+            if free is not None and free < model.stat().st_size + TABLE_ROOM:
+                raise OSError(f"{free} bytes free in {folder}: the index needs the room more")
             data = _extract_table(model, table, meta)
         array = np.load(table, mmap_mode="r")
         if list(array.shape) != data["shape"] or array.dtype != np.float32:

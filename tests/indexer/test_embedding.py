@@ -270,3 +270,15 @@ def test_a_table_that_does_not_fit_the_model_is_not_used(real_embedder: OnnxEmbe
     assert fallback._table is None and fallback.query_threads == 2
     texts = query_texts()[:5]
     assert float(np.abs(fallback.encode(texts) - real_embedder.encode(texts)).max()) <= 1e-6
+
+
+def test_no_table_is_written_on_a_nearly_full_disk(
+    real_embedder: OnnxEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _export_copy(real_embedder, tmp_path)
+    monkeypatch.setattr(embedding, "free_bytes", lambda path: 100 * 1024 * 1024)  # less than model + room
+    tight = OnnxEmbedder(folder, query_threads=2)
+    assert tight._table is None and not (folder / embedding.TABLE_FILE).exists()
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "model.onnx", "tokenizer.json"]
+    texts = query_texts()[:5]
+    assert float(np.abs(tight.encode(texts) - real_embedder.encode(texts)).max()) <= 1e-6
