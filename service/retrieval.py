@@ -254,6 +254,7 @@ class Retriever:
         # Pseudo-relevance feedback, per generation: each document's strongest words as BM25 vocabulary
         # ids and weights, so a lookup only merges a few short arrays.
         self._feedback_terms = [self._document_terms(tokens) for tokens in corpus]
+        self._vocab_words = {i: t for t, i in self._bm25.vocab_dict.items()}
         # (document, signature, token weights, rank factor): a thread's first error string is its
         # main one, later ones are errors it also mentions.
         self._signatures: list[tuple[int, str, dict[str, float], float]] = []
@@ -314,10 +315,12 @@ class Retriever:
                 counts[token] = counts.get(token, 0) + 1
         total = max(sum(counts.values()), 1)
         vocab = self._bm25.vocab_dict
+        # Ties go by the word itself: bm25s numbers its vocabulary in hash order, so ordering by id would
+        # make the chosen words (and every answer) depend on PYTHONHASHSEED.
         weighted = sorted(
-            ((count / total * self._idf[t], vocab[t]) for t, count in counts.items() if t in vocab), reverse=True
+            ((-count / total * self._idf[t], t) for t, count in counts.items() if t in vocab)
         )[: self.FEEDBACK_TERMS_PER_DOC]
-        return [i for _, i in weighted], [w for w, _ in weighted]
+        return [vocab[t] for _, t in weighted], [-w for w, _ in weighted]
 
     def _weights(self, tokens: Sequence[str]) -> dict[str, float]:
         return {t: self._idf.get(t, self._max_idf) for t in tokens if t not in _STOPWORDS}
@@ -443,7 +446,8 @@ class Retriever:
             for i, w in zip(ids, weights, strict=True):
                 if i not in own:
                     votes[i] = votes.get(i, 0.0) + share * w
-        chosen = sorted(votes.items(), key=lambda item: -item[1])[: c.lexical_feedback_terms]
+        words = self._vocab_words
+        chosen = sorted(votes.items(), key=lambda item: (-item[1], words[item[0]]))[: c.lexical_feedback_terms]
         mass = sum(w for _, w in chosen)
         if not mass:
             return scores

@@ -384,3 +384,60 @@ def test_input_with_error_lines_gets_no_lexical_feedback() -> None:
     assert with_feedback._lexical_leg(parsed) == without._lexical_leg(parsed)
     logs_too = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_log=0.1))
     assert "example/bridge#4" in [logs_too.documents[i].id for i, _ in logs_too._lexical_leg(parsed)]
+
+
+_TIED = [
+    f"{w}fern" for w in ("amber", "birch", "cedar", "delta", "ember", "flint", "grove", "heath", "ivory", "juniper")
+]
+
+
+def _tied_corpus() -> list[Document]:
+    # One thread the query finds, holding ten words of exactly equal weight (once each, each in two
+    # documents), and ten threads that each hold one of those words: which of them the feedback reaches
+    # depends only on how ties between equal words are broken.
+    found = Document(
+        id="example/tie#0", kind="issue", repo="example/tie", number=0, title="zebracorn", text=" ".join(_TIED)
+    )
+    others = [
+        Document(id=f"example/tie#{n}", kind="issue", repo="example/tie", number=n, title=f"thread {n}", text=word)
+        for n, word in enumerate(_TIED, start=1)
+    ]
+    return [*card_documents(), found, *others]
+
+
+def test_equal_feedback_words_are_chosen_by_the_word_not_the_vocabulary_id() -> None:
+    retriever = Retriever(_tied_corpus(), None, None)
+    reached = {retriever.documents[i].id for i, _ in retriever._lexical_leg(parse_input("zebracorn"))}
+    terms = retriever.calibration.lexical_feedback_terms
+    assert terms < len(_TIED)
+    expected = {f"example/tie#{n}" for n in range(1, terms + 1)}  # the alphabetically first words
+    assert reached - {"example/tie#0"} == expected
+
+
+def test_answers_do_not_depend_on_the_string_hash_seed() -> None:
+    # bm25s numbers its vocabulary in set order, which follows PYTHONHASHSEED.
+    import json
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import json\n"
+        "from tests.service.test_retrieval import _tied_corpus\n"
+        "from service.analysis.input import parse_input\n"
+        "from service.retrieval import Retriever\n"
+        "r = Retriever(_tied_corpus(), None, None)\n"
+        "queries = ['zebracorn', 'tool calls come back inside the message text instead of tool_calls',\n"
+        "           'reasoning shows up in the answer on the chat completions endpoint']\n"
+        "print(json.dumps([[[r.documents[i].id, round(s, 9)] for i, s in r._lexical_leg(parse_input(q))]\n"
+        "                  for q in queries]))\n"
+    )
+    outputs = set()
+    for seed in ("0", "1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True, timeout=300
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1
+    assert json.loads(outputs.pop())[0]
