@@ -93,8 +93,15 @@ def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
+_STATUS_KEYS = {"VmRSS": "rss_mb", "VmHWM": "peak_mb", "RssAnon": "anon_mb", "RssFile": "file_mb"}
+
+
 def proc_memory(pid: int) -> dict[str, float] | None:
-    """``{"rss_mb", "peak_mb"}`` of a live process from /proc, or None when unavailable."""
+    """``{"rss_mb", "peak_mb", "anon_mb", "file_mb"}`` of a live process from /proc, or None when unavailable.
+
+    ``anon_mb`` is the heap and other private memory, where a leak would show; ``file_mb`` is mapped
+    files (libraries, the model's memory-mapped word-embedding table), which the kernel can drop.
+    """
     try:
         text = Path(f"/proc/{pid}/status").read_text()
     except OSError:
@@ -102,8 +109,9 @@ def proc_memory(pid: int) -> dict[str, float] | None:
     values: dict[str, float] = {}
     for line in text.splitlines():
         key, _, rest = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            values["rss_mb" if key == "VmRSS" else "peak_mb"] = round(int(rest.split()[0]) / 1024, 1)
+        name = _STATUS_KEYS.get(key)
+        if name is not None:
+            values[name] = round(int(rest.split()[0]) / 1024, 1)
     return values or None
 
 
@@ -198,6 +206,8 @@ class RssSampler:
         self.pid = pid
         self.interval = interval
         self.samples: list[tuple[float, float]] = []
+        self.anon: list[tuple[float, float]] = []
+        """RssAnon at the same moments (private memory only)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rss-sampler", daemon=True)
         self._t0 = time.perf_counter() if t0 is None else t0
@@ -206,7 +216,10 @@ class RssSampler:
         while not self._stop.is_set():
             mem = proc_memory(self.pid)
             if mem and "rss_mb" in mem:
-                self.samples.append((round(time.perf_counter() - self._t0, 2), mem["rss_mb"]))
+                t = round(time.perf_counter() - self._t0, 2)
+                self.samples.append((t, mem["rss_mb"]))
+                if "anon_mb" in mem:
+                    self.anon.append((t, mem["anon_mb"]))
             self._stop.wait(self.interval)
 
     def __enter__(self) -> RssSampler:

@@ -397,6 +397,10 @@ def markdown(r: dict[str, Any]) -> str:
                     f"{_fmt(rx.get('busy_fraction'))}",
                 ],
                 ["service RSS peak per load cycle", f"{rss.get('cycle_peaks_mb')} MB"],
+                [
+                    "of which private (RssAnon) peak per load cycle; the rest is mapped files",
+                    f"{rss.get('anon_cycle_peaks_mb')} MB",
+                ],
                 ["index generation before -> after", f"{rx.get('generation_before')} -> {rx.get('generation_after')}"],
                 [
                     "service RSS start / end / max",

@@ -122,6 +122,20 @@ def test_rss_report_tells_a_plateau_from_a_leak() -> None:
     grew = rss_report(leak, cycles=cycles, after={"rss_mb": 500.0})
     assert grew["flat"] is False and grew["growth_mb"] > 90 and grew["after_mb"] == 500.0
     assert rss_report([], cycles=cycles, after=None) == {"samples": 0}
+    # Private memory per cycle is reported beside RSS (mapped files paging in are not a leak).
+    anon = [(t * 0.5, 200.0 + (t % 50) / 2) for t in range(100)]
+    split = rss_report(leak, cycles=cycles, after=None, anon=anon)
+    assert split["anon_cycle_peaks_mb"] == [224.5, 224.5] and split["flat"] is False
+
+
+def test_proc_memory_reads_private_and_mapped_memory_of_a_live_process() -> None:
+    import os
+
+    from bench.procs import proc_memory
+
+    mem = proc_memory(os.getpid())
+    assert mem is not None
+    assert 0 < mem["anon_mb"] <= mem["rss_mb"] and 0 < mem["file_mb"] <= mem["rss_mb"] <= mem["peak_mb"]
 
 
 class _Handler(BaseHTTPRequestHandler):
