@@ -472,7 +472,10 @@ class Retriever:
         if self.embedder is None or self.dense is None:
             return []
         try:
-            vector = self.embedder.encode([parsed.query_text[:400]])[0]
+            text = parsed.query_text[:400]
+            # The ONNX embedder caps a query at the model's training length (indexer.embedding.QUERY_MAX_TOKENS).
+            encode_query = getattr(self.embedder, "encode_query", None)
+            vector = encode_query(text) if encode_query is not None else self.embedder.encode([text])[0]
             found = self.dense.query(vector, limit)
         except Exception as exc:
             raise LegUnavailable(f"dense search failed: {type(exc).__name__}: {str(exc)[:200]}") from exc

@@ -282,3 +282,17 @@ def test_no_table_is_written_on_a_nearly_full_disk(
     assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "model.onnx", "tokenizer.json"]
     texts = query_texts()[:5]
     assert float(np.abs(tight.encode(texts) - real_embedder.encode(texts)).max()) <= 1e-6
+
+
+def test_a_query_is_embedded_from_at_most_the_training_length(real_embedder: OnnxEmbedder) -> None:
+    from indexer.embedding import QUERY_MAX_TOKENS
+
+    short = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
+    assert np.array_equal(real_embedder.encode_query(short), real_embedder.encode([short])[0])
+    long = " ".join(f"tool call {n} of the streamed answer lost its arguments" for n in range(40))
+    ids = real_embedder._tokenizer.encode(long).ids
+    assert len(ids) > QUERY_MAX_TOKENS
+    capped = real_embedder._run([[*ids[: QUERY_MAX_TOKENS - 1], ids[-1]]])[0]
+    assert np.allclose(real_embedder.encode_query(long), capped, atol=1e-6)
+    # Documents keep the full length: the same text as a document gets another vector.
+    assert float(real_embedder.encode([long])[0] @ capped) < 0.9999

@@ -441,3 +441,20 @@ def test_answers_do_not_depend_on_the_string_hash_seed() -> None:
         outputs.add(done.stdout)
     assert len(outputs) == 1
     assert json.loads(outputs.pop())[0]
+
+
+def test_the_dense_leg_embeds_the_query_through_encode_query_when_the_embedder_has_it() -> None:
+    class _QueryEmbedder(_OneHotEmbedder):
+        def __init__(self) -> None:
+            self.queries: list[str] = []
+
+        def encode_query(self, text: str) -> np.ndarray:
+            self.queries.append(text)
+            return self.encode([text])[0]
+
+    docs = card_documents()[:20]
+    embedder = _QueryEmbedder()
+    vectors = VectorIndex([d.id for d in docs], embedder.encode([d.text for d in docs]))
+    retriever = Retriever(docs, embedder, vectors)
+    retriever.search(parse_input("tool calls arrive as text in content"), top_k=3)
+    assert embedder.queries == ["tool calls arrive as text in content"]
