@@ -334,7 +334,7 @@ def rss_report(
     if not samples or not cycles:
         return {"samples": 0}
     during = [(t, v) for t, v in samples if t <= cycles[-1][1]] or samples
-    peaks = [max((v for t, v in samples if a <= t <= b), default=None) for a, b in cycles]
+    peaks = _cycle_peaks(samples, cycles)
     known = [p for p in peaks if p is not None]
     growth = known[-1] - known[0] if len(known) >= 2 else None
     return {
@@ -348,7 +348,10 @@ def rss_report(
         "rule": f"last cycle's peak - first cycle's peak <= max({FLAT_REL:.0%} of it, {FLAT_ABS_MB:g} MB)",
         "flat": None if growth is None else growth <= max(FLAT_REL * known[0], FLAT_ABS_MB),
         "series": [[t, v] for t, v in samples[:: max(1, len(samples) // 120)]],
-        "anon_cycle_peaks_mb": [max((v for t, v in anon if a <= t <= b), default=None) for a, b in cycles]
-        if anon
-        else None,
+        "anon_cycle_peaks_mb": _cycle_peaks(anon, cycles) if anon else None,
     }
+
+
+def _cycle_peaks(series: list[tuple[float, float]], cycles: list[tuple[float, float]]) -> list[float | None]:
+    """The highest value of a (time, value) series within each (start, end) cycle."""
+    return [max((v for t, v in series if a <= t <= b), default=None) for a, b in cycles]

@@ -254,7 +254,6 @@ class Retriever:
         # Pseudo-relevance feedback, per generation: each document's strongest words as BM25 vocabulary
         # ids and weights, so a lookup only merges a few short arrays.
         self._feedback_terms = [self._document_terms(tokens) for tokens in corpus]
-        self._vocab_words = {i: t for t, i in self._bm25.vocab_dict.items()}
         # (document, signature, token weights, rank factor): a thread's first error string is its
         # main one, later ones are errors it also mentions.
         self._signatures: list[tuple[int, str, dict[str, float], float]] = []
@@ -303,8 +302,8 @@ class Retriever:
     FEEDBACK_TERMS_PER_DOC = 40
     """How many of a document's words are kept as feedback candidates (its strongest)."""
 
-    def _document_terms(self, tokens: Sequence[str]) -> tuple[list[int], list[float]]:
-        """A document's strongest words: BM25 vocabulary ids and in-document share times IDF, best first.
+    def _document_terms(self, tokens: Sequence[str]) -> list[tuple[str, float]]:
+        """A document's strongest words with their in-document share times IDF, best first.
 
         Numbers are left out: a port, a token id or a version found in one thread says nothing about
         another report.
@@ -317,10 +316,8 @@ class Retriever:
         vocab = self._bm25.vocab_dict
         # Ties go by the word itself: bm25s numbers its vocabulary in hash order, so ordering by id would
         # make the chosen words (and every answer) depend on PYTHONHASHSEED.
-        weighted = sorted(
-            ((-count / total * self._idf[t], t) for t, count in counts.items() if t in vocab)
-        )[: self.FEEDBACK_TERMS_PER_DOC]
-        return [vocab[t] for _, t in weighted], [-w for w, _ in weighted]
+        weighted = sorted((-count / total * self._idf[t], t) for t, count in counts.items() if t in vocab)
+        return [(t, -w) for w, t in weighted[: self.FEEDBACK_TERMS_PER_DOC]]
 
     def _weights(self, tokens: Sequence[str]) -> dict[str, float]:
         return {t: self._idf.get(t, self._max_idf) for t in tokens if t not in _STOPWORDS}
@@ -435,29 +432,27 @@ class Retriever:
         best = float(scores[top].max())
         if best <= 0:
             return scores
-        vocab = self._bm25.vocab_dict
-        own = {vocab[t] for t in tokens if t in vocab}
-        votes: dict[int, float] = {}
+        own = set(tokens)
+        votes: dict[str, float] = {}
         for d in top.tolist():
             share = float(scores[d]) / best
             if share <= 0:
                 continue
-            ids, weights = self._feedback_terms[d]
-            for i, w in zip(ids, weights, strict=True):
-                if i not in own:
-                    votes[i] = votes.get(i, 0.0) + share * w
-        words = self._vocab_words
-        chosen = sorted(votes.items(), key=lambda item: (-item[1], words[item[0]]))[: c.lexical_feedback_terms]
+            for word, w in self._feedback_terms[d]:
+                if word not in own:
+                    votes[word] = votes.get(word, 0.0) + share * w
+        chosen = sorted(votes.items(), key=lambda item: (-item[1], item[0]))[: c.lexical_feedback_terms]
         mass = sum(w for _, w in chosen)
         if not mass:
             return scores
         # bm25s keeps each word's per-document BM25 scores as a sparse column: add the chosen words'
         # columns, scaled, to the first pass's scores (what get_scores does, with a weight per word).
-        index = self._bm25.scores
+        index, vocab = self._bm25.scores, self._bm25.vocab_dict
         data, indices, indptr = index["data"], index["indices"], index["indptr"]
         expanded = scores.astype(np.float64)
         scale = weight * len(tokens) / mass
-        for i, w in chosen:
+        for word, w in chosen:
+            i = vocab[word]
             start, end = indptr[i], indptr[i + 1]
             np.add.at(expanded, indices[start:end], scale * w * data[start:end])
         return expanded
