@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from packaging.version import Version
 from pydantic import BaseModel, Field
@@ -18,6 +19,7 @@ from indexer.documents import Document
 from indexer.signatures import normalize_signature
 from indexer.trust import trust_level
 from service.analysis.input import ParsedInput
+from service.analysis.needles import Needled, folded
 from service.analysis.origin import categorize, text_window
 from service.models import FlagAction, FlagOut
 from service.versions import parse_version
@@ -57,30 +59,60 @@ def flag(text: str, action: FlagAction) -> FlagOut:
 
 _CLI_FLAG = re.compile(r"--([a-z][a-z0-9-]{1,60})(?:[= ]+([\w./:-]{1,80}))?")
 _ARGS_KEY = re.compile(r"'([a-z][a-z0-9_]{1,60})':\s{0,4}'?([\w./:-]{1,80})")
-_TOOL_CHOICE = re.compile(r"(?<![\w])tool_choice[\"']?\s{0,3}[=:]\s{0,3}[\"'{]?\s{0,3}([\w\"':]{1,40})", re.I)
-
-
-_COMMAND_LINE = re.compile(
-    r"\bvllm serve\b|vllm\.entrypoints|api_server\b|docker run|^\s{0,8}[$#>]\s|\bserve\s", re.I
+_TOOL_CHOICE = Needled(
+    r"(?<![\w])tool_choice[\"']?\s{0,3}[=:]\s{0,3}[\"'{]?\s{0,3}([\w\"':]{1,40})", ("tool_choice",), re.I
 )
 
 
-def seen_flags(parsed: ParsedInput) -> dict[str, str]:
+_COMMAND_LINE = Needled(
+    r"\bvllm serve\b|vllm\.entrypoints|api_server\b|docker run|^\s{0,8}[$#>]\s|\bserve\s",
+    ("serve", "vllm.entrypoints", "api_server", "docker run"),
+    re.I,
+    start=r"\s{0,8}[$#>]\s",  # a shell prompt: the one branch without a literal
+)
+
+
+@dataclass(frozen=True)
+class InputWindow:
+    """The part of an input the whole-text rules read (``text_window``) and its folded form, made once
+    per lookup so each rule's needle precheck is a substring search."""
+
+    text: str
+    low: str
+
+    @classmethod
+    def of(cls, parsed: ParsedInput) -> InputWindow:
+        text = text_window(parsed.text)
+        return cls(text, folded(text))
+
+
+def _command_lines(window: InputWindow) -> list[str]:
+    """The lines of ``window`` that ``_COMMAND_LINE`` matches; a line is searched only when it could match."""
+    lines = window.text.splitlines()
+    low_lines = window.low.splitlines()
+    if len(low_lines) != len(lines):  # never expected: folding keeps the lines
+        return [line for line in lines if _COMMAND_LINE.pattern.search(line)]
+    return [line for line, low in zip(lines, low_lines, strict=True) if _COMMAND_LINE.search(line, low)]
+
+
+def seen_flags(parsed: ParsedInput, window: InputWindow | None = None) -> dict[str, str]:
     """Server flags and request params the input shows: ``{"tool-call-parser": "openai", ...}``.
 
     CLI flags count only on command lines (an error message that names a flag is not a setting);
     ``'key': value`` pairs count anywhere (vLLM's "non-default args" and sampling-params dicts).
     """
+    window = window or InputWindow.of(parsed)
     found: dict[str, str] = {}
-    lines = [*parsed.flags, *(ln for ln in text_window(parsed.text).splitlines() if _COMMAND_LINE.search(ln))]
+    lines = [*parsed.flags, *_command_lines(window)]
     for text in lines:
         for match in _CLI_FLAG.finditer(text):
             value = match.group(2) or "true"
             found.setdefault(match.group(1), "true" if value.startswith("-") else value)
-    for match in _ARGS_KEY.finditer(text_window(parsed.text)):
+    for match in _ARGS_KEY.finditer(window.text):
         found.setdefault(match.group(1).replace("_", "-"), match.group(2))
-    for text in [*parsed.flags, text_window(parsed.text)]:
-        for match in _TOOL_CHOICE.finditer(text):
+    windows = [window.text] if _TOOL_CHOICE.possible(window.low) else []
+    for text in [*parsed.flags, *windows]:
+        for match in _TOOL_CHOICE.pattern.finditer(text):
             found.setdefault("tool-choice", match.group(1).strip("\"'{ ").lower())
     return found
 
@@ -217,59 +249,95 @@ def _sources(hits: Sequence[Document], pattern: str, kb: CuratedThreads, limit: 
 
 # --- rules ---------------------------------------------------------------------------------------------
 
-_OTHER_ENGINE = re.compile(r"\bollama\b|\bsglang\b|llama\.cpp|\blm ?studio\b|tensorrt|\bmlx\b|\bvmlx\b", re.I)
+# Each rule pattern scans the whole input; its needles (service/analysis/needles.py) skip it on a log that
+# cannot match, which is most logs for most rules.
+_OTHER_ENGINE = Needled(
+    r"\bollama\b|\bsglang\b|llama\.cpp|\blm ?studio\b|tensorrt|\bmlx\b|\bvmlx\b",
+    ("ollama", "sglang", "llama.cpp", "studio", "tensorrt", "mlx"),
+    re.I,
+)
 # vLLM by name, or by text only vLLM prints (its flag names, module names, process tags).
-_VLLM = re.compile(
+_VLLM = Needled(
     r"\bvllm\b|--enable-auto-tool-choice|--tool-call-parser|serving_chat|serving_responses|harmony_utils"
     r"|\(APIServer pid=|\(EngineCore",
+    (
+        "vllm",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "serving_chat",
+        "serving_responses",
+        "harmony_utils",
+        "(apiserver pid=",
+        "(enginecore",
+    ),
     re.I,
 )
-_TOOL_SYMPTOM = re.compile(
+_TOOL_SYMPTOM = Needled(
     r"tool[_ ]calls?\b|tool choice|tool_choice|function calls?\b|function[ _-]?calling\b|tools array|call a function"
     r"|enable-auto-tool-choice|tool-call-parser|tool_call_parser",
+    ("tool", "function"),
     re.I,
 )
-_REASONING_SYMPTOM = re.compile(
+_REASONING_SYMPTOM = Needled(
     r"reasoning_content|reasoning (?:field|text|tokens?|leaks?|shows|appears|ends up)|reasoning parser"
     r"|analysis channel|chain of thought|thinking (?:text|appears|shows|leaks)",
+    ("reasoning", "analysis channel", "chain of thought", "thinking "),
     re.I,
 )
-_STOP_SYMPTOM = re.compile(
+_STOP_SYMPTOM = Needled(
     r"ignore_eos(?![\"']?\s{0,3}[=:]\s{0,3}[\"']?(?:false|0)\b)|min_tokens[\"']?\s{0,3}[=:]\s{0,3}[1-9]"
     r"|never stops|doesn't stop|does not stop|past (?:the )?<\|return\|>",
+    ("ignore_eos", "min_tokens", "never stops", "doesn't stop", "does not stop", "<|return|>"),
     re.I,
 )
-_SINKS = re.compile(r"attention sin|Sinks are only supported|sinks not supported", re.I)
-_RETURN_ERROR = re.compile(r"Unexpected token (?:200002|200012) while expect")
+_SINKS = Needled(r"attention sin|Sinks are only supported|sinks not supported", ("attention sin", "sinks"), re.I)
+_RETURN_ERROR = Needled(r"Unexpected token (?:200002|200012) while expect", ("while expect",))
 
 
-_GPT_OSS = re.compile(r"gpt-?oss|harmony|\b(?:20|120)b\b", re.I)
+_GPT_OSS = Needled(r"gpt-?oss|harmony|\b(?:20|120)b\b", ("gptoss", "gpt-oss", "harmony", "20b"), re.I)
 # Another model named by its id (org/name or a versioned family name), not a parser list that names one.
-_OTHER_MODEL = re.compile(
+_OTHER_MODEL = Needled(
     r"\b(?:deepseek-ai|meta-llama|Qwen|mistralai|google|microsoft|zai-org|moonshotai)/[\w.-]{1,100}"
     r"|\b(?:DeepSeek-[RV]\d|Llama-\d|Qwen\d|Mistral-\d|gemma-\d)",
+    (
+        "deepseek-",
+        "meta-llama/",
+        "llama-",
+        "qwen",
+        "mistral",
+        "google/",
+        "microsoft/",
+        "zai-org/",
+        "moonshotai/",
+        "gemma-",
+    ),
     re.I,
 )
 
 
-def _vllm_context(parsed: ParsedInput, hits: Sequence[Document]) -> bool:
+def _vllm_context(window: InputWindow, hits: Sequence[Document]) -> bool:
     """True when vLLM flags for gpt-oss apply: not another engine, not another model family."""
-    text = text_window(parsed.text)
-    if _OTHER_MODEL.search(text) and not _GPT_OSS.search(text):
+    text, low = window.text, window.low
+    if _OTHER_MODEL.search(text, low) and not _GPT_OSS.search(text, low):
         return False
-    if _VLLM.search(text):
+    if _VLLM.search(text, low):
         return True
-    if _OTHER_ENGINE.search(text):
+    if _OTHER_ENGINE.search(text, low):
         return False
     return not hits or hits[0].repo in {"vllm-project/vllm", "vllm-project/recipes", "openai/harmony", None}
 
 
 def _tool_parser_advice(
-    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str], category: str
+    parsed: ParsedInput,
+    window: InputWindow,
+    hits: Sequence[Document],
+    kb: CuratedThreads,
+    flags: dict[str, str],
+    category: str,
 ) -> list[Advice]:
-    text = text_window(parsed.text)
-    wants_tools = category == "tool-calling" or bool(_TOOL_SYMPTOM.search(text))
-    if not wants_tools or not _vllm_context(parsed, hits):
+    text = window.text
+    wants_tools = category == "tool-calling" or bool(_TOOL_SYMPTOM.search(text, window.low))
+    if not wants_tools or not _vllm_context(window, hits):
         return []
     has_parser = flags.get("tool-call-parser", "").lower() == "openai"
     has_auto = "enable-auto-tool-choice" in flags and flags["enable-auto-tool-choice"].lower() not in {
@@ -343,12 +411,12 @@ def _tool_choice_advice(
 
 
 def _reasoning_advice(
-    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str], category: str
+    window: InputWindow, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str], category: str
 ) -> list[Advice]:
-    if not (category == "reasoning-output" or _REASONING_SYMPTOM.search(text_window(parsed.text))):
+    if not (category == "reasoning-output" or _REASONING_SYMPTOM.search(window.text, window.low)):
         return []
     if flags.get("reasoning-parser", "").lower().replace("-", "_") == "openai_gptoss" or not _vllm_context(
-        parsed, hits
+        window, hits
     ):
         return []
     return [
@@ -381,11 +449,11 @@ def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThre
 
 
 def _stop_advice(
-    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str]
+    window: InputWindow, hits: Sequence[Document], kb: CuratedThreads, flags: dict[str, str]
 ) -> list[Advice]:
-    text = text_window(parsed.text)
+    text, low = window.text, window.low
     ignore_eos = flags.get("ignore-eos", "false").lower() not in {"false", "0"}
-    if not (_RETURN_ERROR.search(text) or _STOP_SYMPTOM.search(text) or ignore_eos):
+    if not (_RETURN_ERROR.search(text, low) or _STOP_SYMPTOM.search(text, low) or ignore_eos):
         return []
     return [
         Advice(
@@ -401,9 +469,9 @@ def _stop_advice(
     ]
 
 
-def _attention_advice(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, category: str) -> list[Advice]:
-    if not (category == "attention-backend" and _SINKS.search(text_window(parsed.text))) or not _vllm_context(
-        parsed, hits
+def _attention_advice(window: InputWindow, hits: Sequence[Document], kb: CuratedThreads, category: str) -> list[Advice]:
+    if not (category == "attention-backend" and _SINKS.search(window.text, window.low)) or not _vllm_context(
+        window, hits
     ):
         return []
     return [
@@ -535,15 +603,16 @@ def advise(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, *,
     if top:
         # Lower-ranked hits only count when they are about the same thing as the best one.
         top = [top[0], *[h for h in top[1:] if h.component == top[0].component]]
-    flags = seen_flags(parsed)
+    window = InputWindow.of(parsed)
+    flags = seen_flags(parsed, window)
     category = categorize(parsed, top)
     advice = [
         *_vocab_advice(parsed, top, kb, category),
-        *_attention_advice(parsed, top, kb, category),
-        *_tool_parser_advice(parsed, top, kb, flags, category),
+        *_attention_advice(window, top, kb, category),
+        *_tool_parser_advice(parsed, window, top, kb, flags, category),
         *_tool_choice_advice(parsed, top, kb, flags),
-        *_reasoning_advice(parsed, top, kb, flags, category),
-        *_stop_advice(parsed, top, kb, flags),
+        *_reasoning_advice(window, top, kb, flags, category),
+        *_stop_advice(window, top, kb, flags),
         *_version_advice(parsed, top, kb),
         *_card_advice(top),
         *_card_advice(_same_error_cards(parsed, top, kb)),

@@ -1,0 +1,91 @@
+"""Needle prechecks (service/analysis/needles.py) skip a pattern only where it cannot match.
+
+Each whole-text pattern declares literals one of which every match contains. If a branch is added to a
+pattern without its needle, inputs that match only that branch would silently lose the match: these
+tests run every declared pattern on one example per branch and on the KB's own texts, in upper case
+and with the non-ASCII letters re.IGNORECASE folds to ASCII, and require the precheck to let them
+through.
+"""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+from service.analysis import advice
+from service.analysis.needles import Needled, folded
+
+REPO = Path(__file__).resolve().parents[2]
+
+# One input per branch of each pattern (a branch without an example fails the coverage test below).
+EXAMPLES = [
+    "ollama run gpt-oss", "sglang serve", "built llama.cpp today", "LM Studio 0.3", "LMStudio", "tensorrt",
+    "mlx runs", "vmlx runs",
+    "vllm crashed", "--enable-auto-tool-choice", "--tool-call-parser openai", "serving_chat.py",
+    "serving_responses.py", "harmony_utils.py", "(APIServer pid=1) INFO", "(EngineCore_0 pid=2)",
+    "tool calls", "tool choice", "tool_choice", "function call", "function-calling", "tools array",
+    "call a function", "tool_call_parser",
+    "reasoning_content", "reasoning field", "reasoning parser", "analysis channel", "chain of thought",
+    "thinking text",
+    "ignore_eos", "min_tokens: 5", "never stops", "doesn't stop", "does not stop", "past <|return|>",
+    "attention sinks", "Sinks are only supported on", "sinks not supported",
+    "Unexpected token 200002 while expecting start token 200006",
+    "gpt-oss-20b", "gptoss", "harmony", "the 120b model",
+    "meta-llama/Llama-3.1-8B", "deepseek-ai/DeepSeek-V3", "Qwen/Qwen3-8B", "mistralai/Mistral-7B",
+    "google/gemma-3", "microsoft/phi-4", "zai-org/GLM-4.5", "moonshotai/Kimi-K2", "DeepSeek-R1", "Llama-3",
+    "Qwen3", "Mistral-7", "gemma-3",
+    "$ vllm serve x", "# docker run --gpus all", "> python -m vllm.entrypoints.openai.api_server",
+    "tool_choice: required",
+]
+
+
+def _needled(*modules: types.ModuleType) -> dict[str, Needled]:
+    return {
+        f"{module.__name__}.{name}": value
+        for module in modules
+        for name, value in vars(module).items()
+        if isinstance(value, Needled)
+    }
+
+
+PATTERNS = _needled(advice)
+
+
+def _variants(text: str) -> list[str]:
+    """The text, upper-cased, and with letters spelled as the non-ASCII ones re.IGNORECASE folds to them."""
+    odd = text.replace("s", "\u017f").replace("k", "\u212a").replace("i", "\u0131")
+    return [text, text.upper(), odd, text.replace("I", "\u0130")]
+
+
+def _kb_texts() -> list[str]:
+    texts = (REPO / "indexer" / "data" / "cards.jsonl").read_text(encoding="utf-8").splitlines()
+    for doc in sorted((REPO / "reference").glob("*.md")):
+        texts += doc.read_text(encoding="utf-8").split("\n\n")
+    return texts
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_every_match_holds_a_needle(name: str) -> None:
+    rule = PATTERNS[name]
+    matched = 0
+    for text in EXAMPLES + _kb_texts():
+        for variant in _variants(text):
+            if rule.pattern.search(variant):
+                matched += 1
+                assert rule.could_match(variant, folded(variant)), (name, variant[:200])
+                assert rule.search(variant, folded(variant)) is not None
+    assert matched, f"{name}: no example matches it, so its needles are untested"
+
+
+def test_each_example_is_matched_by_some_pattern() -> None:
+    """The examples stay examples: one that no pattern matches any more is a stale branch."""
+    unmatched = [e for e in EXAMPLES if not any(rule.pattern.search(e) for rule in PATTERNS.values())]
+    assert not unmatched
+
+
+def test_folding_keeps_lines_and_maps_what_ignorecase_maps() -> None:
+    text = "A \u0130D\nline \u017fix\r\nK\u212a\u0131"
+    assert len(folded(text).splitlines()) == len(text.splitlines())
+    assert folded(text) == "a id\nline six\r\nkki"
