@@ -30,6 +30,8 @@ _PREFIXES = [
     re.compile(r"^source=[\w./-]{1,80}:\d{1,6} "),
     re.compile(r"^\[[\w .-]{1,20}\] "),  # [TRT-LLM]
 ]
+_ANY_PREFIX = re.compile("|".join(p.pattern for p in _PREFIXES))
+"""Any one decoration at the start: a line that has none (most, once stripped) costs one match, not 14."""
 
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.I)
 _HEX = re.compile(r"\b0x[0-9a-f]{4,64}\b", re.I)
@@ -90,12 +92,15 @@ class ErrorLine:
 def strip_log_prefix(line: str) -> str:
     """Remove log decorations (container name, pid tag, time, level, source location) from a line."""
     text = line.strip()[:MAX_LINE]
+    # Up to four passes, each trying every decoration in order; a pass that removes nothing ends it.
+    # Every decoration is at least one character, so a pass removes nothing exactly when none matches.
     for _ in range(4):
-        before = text
-        for pattern in _PREFIXES:
-            text = pattern.sub("", text, count=1).lstrip()
-        if text == before:
+        if _ANY_PREFIX.match(text) is None:
             break
+        for pattern in _PREFIXES:
+            found = pattern.match(text)
+            if found is not None:
+                text = text[found.end() :].lstrip()
     return text
 
 
@@ -197,11 +202,16 @@ def error_lines(text: str, limit: int = 40) -> list[ErrorLine]:
     Embedded server messages (JSON error bodies, ``msg=``/``error=`` fields, ``Error in request: ...``)
     become lines of their own, since they carry the server's own words inside a client's exception.
     """
+    return [line for line, _ in keyed_error_lines(text, limit)]
+
+
+def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]:
+    """:func:`error_lines`, each with its ``normalize_signature`` (computed here anyway to deduplicate)."""
     seen: set[str] = set()
     # (line cut to MAX_LINE, after_frame) -> is a frame: a repeated line gives the same result as its
     # first occurrence, whose keys are all in ``seen`` already, so it is skipped without any pattern.
     done: dict[tuple[str, bool], bool] = {}
-    out: list[ErrorLine] = []
+    out: list[tuple[ErrorLine, str]] = []
     after_frame = False
     for position, raw in enumerate(text.splitlines()):
         # Blank and very short lines cannot classify (under 4 characters) nor be a frame: skip them
@@ -233,15 +243,19 @@ def error_lines(text: str, limit: int = 40) -> list[ErrorLine]:
             if not key or key in seen:
                 continue
             seen.add(key)
-            out.append(ErrorLine(cand[:MAX_LINE], _KIND_WEIGHT[cand_kind], position, cand_kind))
+            out.append((ErrorLine(cand[:MAX_LINE], _KIND_WEIGHT[cand_kind], position, cand_kind), key))
         if len(out) >= limit * 4:
             break
-    return rank_error_lines(out)[:limit]
+    return sorted(out, key=lambda item: _rank(item[0]))[:limit]
+
+
+def _rank(line: ErrorLine) -> tuple[float, int]:
+    return -line.weight, line.position
 
 
 def rank_error_lines(lines: list[ErrorLine]) -> list[ErrorLine]:
     """Root cause first: strongest kind first, earliest first within a kind."""
-    return sorted(lines, key=lambda e: (-e.weight, e.position))
+    return sorted(lines, key=_rank)
 
 
 def extract_error_lines(text: str, limit: int = 50) -> list[str]:

@@ -34,7 +34,7 @@ from indexer.documents import DocKind, Document
 from indexer.signatures import signature_tokens
 from indexer.trust import trust_level, trust_weight
 from service.analysis.components import RULE_COMPONENT, ComponentModel
-from service.analysis.engines import ThreadEngines
+from service.analysis.engines import ThreadEngines, name_words
 from service.analysis.input import ParsedInput
 from service.calibration import CALIBRATION, Calibration
 
@@ -45,7 +45,6 @@ _DENSE_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dense-leg")
 """Shared by every Retriever generation; the engine bounds how many lookups run at once."""
 Confidence = Literal["high", "medium", "low"]
 
-_REPO_WORD = re.compile(r"[a-z0-9][a-z0-9._-]{2,60}")
 _TOKEN = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
 _STOPWORDS = frozenset(
     "the a an and or of to in on for is are was were be been it its this that with as at by from "
@@ -632,7 +631,7 @@ class Retriever:
 
         A dotted word also counts by its parts: ``mlx_lm.server`` is a module of ``mlx-lm``.
         """
-        words = {w.replace("_", "-") for w in _REPO_WORD.findall(parsed.text[:200_000].lower())}
+        words = {w.replace("_", "-") for w in name_words(parsed.text[:200_000])}
         return frozenset(words | {part for w in words if "." in w for part in w.split(".") if len(part) >= 3})
 
     @staticmethod

@@ -9,12 +9,14 @@ through ``GPTOSS_DOCTOR_REPOS`` gets the same treatment as the bundled ones.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from indexer.documents import Document
+from service.analysis.needles import folded as folded_text
 
 # Product names as they appear in logs, repository names and thread titles. Order matters only for ties.
 ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -75,8 +77,21 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "bedrock": ("botocore", "bedrock"),
     "openai-python": ("openai",),
 }
+# Tighter literals for a name whose needle above is common in logs ("lm" is in every "vllm"), checked in
+# the input folded as re.IGNORECASE folds it (service/analysis/needles.py), so no match is ever skipped.
+_LITERALS: dict[str, tuple[str, ...]] = {"lm-studio": ("studio", "lms ")}
 
 _APP_WORD = re.compile(r"[a-z0-9][a-z0-9._-]{2,60}")
+
+
+@functools.lru_cache(maxsize=4)
+def name_words(window: str) -> frozenset[str]:
+    """The name-like words of ``window``, lower-cased (``mlx_lm.server``, ``librechat``).
+
+    A lookup reads them three times (named client, named server, the retriever's repository names), so
+    the last few inputs' sets are kept: a pure function of the text, bounded, safe across threads.
+    """
+    return frozenset(_APP_WORD.findall(window.lower()))
 
 MAX_SCAN = 200_000
 """Characters of an input counted for engine mentions: the head and tail of a long log are enough."""
@@ -94,9 +109,12 @@ def _mentions(
 ) -> Counter[str]:
     """How often each name of ``table`` is mentioned (capped per name, so one spammy line cannot win)."""
     folded = text.lower() if folded is None else folded
+    fold = folded if text.isascii() else folded_text(text)
     counts: Counter[str] = Counter()
     for name, pattern in table:
         if not any(n in folded for n in _NEEDLES.get(name, (name,))):
+            continue
+        if name in _LITERALS and not any(n in fold for n in _LITERALS[name]):
             continue
         for n, _ in enumerate(pattern.finditer(text), start=1):
             counts[name] = n
@@ -252,15 +270,14 @@ class ThreadEngines:
         """A serving engine of the data (not one of :data:`ENGINES`) that the input names by its name."""
         if not self.server_names:
             return None
-        found = sorted(set(_APP_WORD.findall(_window(text).lower())) & self.server_names)
+        found = sorted(name_words(_window(text)) & self.server_names)
         return found[0] if found else None
 
     def named_client(self, text: str) -> str | None:
         """A client application of the index that the input names by its repository's name."""
         if not self.client_names:
             return None
-        words = set(_APP_WORD.findall(_window(text).lower()))
-        found = sorted(words & self.client_names)
+        found = sorted(name_words(_window(text)) & self.client_names)
         return found[0] if found else None
 
     def is_platform_copy(self, doc: Document) -> bool:

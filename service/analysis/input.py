@@ -10,9 +10,10 @@ import re
 
 from pydantic import BaseModel, Field
 
-from indexer.signatures import MAX_LINE, error_lines, normalize_signature
+from indexer.signatures import MAX_LINE, keyed_error_lines, normalize_signature
 from service.analysis.distill import Distilled, distill
 from service.analysis.engines import detect_client, detect_engines
+from service.analysis.needles import Needled, folded
 
 MAX_QUERY_CHARS = 2000
 """The reduced query text never grows past this: long logs are reduced to their error lines."""
@@ -56,20 +57,31 @@ class ParsedInput(BaseModel):
 
 
 _VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}(?:[.+-]?(?:dev|rc|post|a|b)\d{0,8})?(?:\+[\w.]{1,40})?)"
-_VERSION_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
-    ("vllm", re.compile(r"\bvLLM\b[\w ]{0,20}? version " + _VERSION)),
-    ("vllm", re.compile(r"\bvllm(?:-openai)?[=:]{1,2}" + _VERSION, re.I)),
-    ("vllm", re.compile(r"^vllm\s{1,40}" + _VERSION + r"\s*$", re.I | re.M)),
-    ("vllm", re.compile(r"\bvllm(?: version)? " + _VERSION + r"\b", re.I)),
-    ("openai-harmony", re.compile(r"\bopenai[-_]harmony[= :]{1,40}" + _VERSION, re.I)),
-    ("transformers", re.compile(r"\btransformers[= :]{1,40}" + _VERSION, re.I)),
-    ("torch", re.compile(r"^torch\s{1,40}" + _VERSION, re.I | re.M)),
-    ("torch", re.compile(r"\btorch==" + _VERSION, re.I)),
-    ("triton", re.compile(r"^triton\s{1,40}" + _VERSION, re.I | re.M)),
-    ("sglang", re.compile(r"\bsglang[= :]{1,40}" + _VERSION, re.I)),
-    ("ollama", re.compile(r"\bollama(?: version is)?[= :]{1,10}" + _VERSION, re.I)),
-    ("vllm-mlx", re.compile(r"\bvllm[-_]mlx(?: version)?[= :]{1,10}" + _VERSION, re.I)),
-    ("cuda", re.compile(r"\bCUDA(?: Version)?:? " + _VERSION)),
+# Each pattern with the literals one of which its every match holds (service/analysis/needles.py): on a
+# long log most are absent, and the pattern is not run.
+_VERSION_PATTERNS: list[tuple[str, Needled]] = [
+    ("vllm", Needled(r"\bvLLM\b[\w ]{0,20}? version " + _VERSION, (" version ",))),
+    (
+        "vllm",
+        Needled(r"\bvllm(?:-openai)?[=:]{1,2}" + _VERSION, ("vllm=", "vllm:", "vllm-openai=", "vllm-openai:"), re.I),
+    ),
+    ("vllm", Needled(r"^vllm\s{1,40}" + _VERSION + r"\s*$", ("vllm",), re.I | re.M)),
+    ("vllm", Needled(r"\bvllm(?: version)? " + _VERSION + r"\b", ("vllm ",), re.I)),
+    (
+        "openai-harmony",
+        Needled(r"\bopenai[-_]harmony[= :]{1,40}" + _VERSION, ("openai-harmony", "openai_harmony"), re.I),
+    ),
+    (
+        "transformers",
+        Needled(r"\btransformers[= :]{1,40}" + _VERSION, ("transformers=", "transformers ", "transformers:"), re.I),
+    ),
+    ("torch", Needled(r"^torch\s{1,40}" + _VERSION, ("torch",), re.I | re.M)),
+    ("torch", Needled(r"\btorch==" + _VERSION, ("torch==",), re.I)),
+    ("triton", Needled(r"^triton\s{1,40}" + _VERSION, ("triton",), re.I | re.M)),
+    ("sglang", Needled(r"\bsglang[= :]{1,40}" + _VERSION, ("sglang=", "sglang ", "sglang:"), re.I)),
+    ("ollama", Needled(r"\bollama(?: version is)?[= :]{1,10}" + _VERSION, ("ollama=", "ollama ", "ollama:"), re.I)),
+    ("vllm-mlx", Needled(r"\bvllm[-_]mlx(?: version)?[= :]{1,10}" + _VERSION, ("vllm-mlx", "vllm_mlx"), re.I)),
+    ("cuda", Needled(r"\bCUDA(?: Version)?:? " + _VERSION, ("cuda ", "cuda:"))),
 ]
 
 _CLI_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]{0,30}(?:-[a-z0-9]{1,30}){0,8})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?")
@@ -80,40 +92,29 @@ _REQUEST_PARAM = re.compile(
     r"""["']?\s{0,3}[:=]\s{0,3}["']?([\w.-]{1,40})"""
 )
 _ENV_VAR = re.compile(r"\b((?:VLLM|TIKTOKEN|OLLAMA|CUDA|NCCL|TRITON|HF|CODEX)_[A-Z0-9_]{2,60})(?:=(\S{1,120}))?")
+# The literals every match of the two case-sensitive patterns above holds: without one, the scan of
+# the input's head (no literal prefix for re to search by) is skipped.
+_REQUEST_NAMES = (
+    "tool_choice", "reasoning_effort", "ignore_eos", "stream", "store", "include_stop_str_in_output",
+    "parallel_tool_calls", "max_tokens", "max_completion_tokens", "min_tokens", "response_format", "background",
+)  # fmt: skip
+_ENV_PREFIXES = ("VLLM_", "TIKTOKEN_", "OLLAMA_", "CUDA_", "NCCL_", "TRITON_", "HF_", "CODEX_")
 _MODEL = re.compile(r"\b((?:[\w.-]{1,40}/)?gpt-oss-(?:20b|120b)[\w.:-]{0,40})", re.I)
 _MODEL_TAG = re.compile(r"'model(?:_tag)?': '([^']{1,200})'")
 _TOKEN_ID = re.compile(r"\btokens? (?:id )?(\d{1,6})\b|\btoken_id[=: ]{1,3}(\d{1,6})\b", re.I)
 _TOKEN_LIST = re.compile(r"\[(\d{1,6}(?:, ?\d{1,6}){1,400})\]")
 _DEFAULTS_OFF = {"False", "None", "0", "''", "[]"}
 
-# A literal every match of a pattern contains (lower-case): a megabyte log is scanned once per
-# needle with a fast substring search, and a pattern runs only when its needle is there.
-_VERSION_NEEDLES: dict[str, tuple[str, ...]] = {"openai-harmony": ("harmony",), "vllm-mlx": ("mlx",)}
-# Non-ASCII letters that re.IGNORECASE matches to an ASCII one; mapped before lower() so a needle
-# precheck never skips a pattern that would have matched.
-_IGNORECASE_ASCII = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"), ("\u212a", "k"))
-
-
-def _folded(text: str) -> str:
-    """``text`` lower-cased for needle prechecks that agree with re.IGNORECASE."""
-    if not text.isascii():
-        for char, ascii_char in _IGNORECASE_ASCII:
-            if char in text:
-                text = text.replace(char, ascii_char)
-    return text.lower()
-
-
-def _present(folded: str, name: str, needles: dict[str, tuple[str, ...]]) -> bool:
-    return any(needle in folded for needle in needles.get(name, (name,)))
+_folded = folded
 
 
 def _versions(text: str, folded: str | None = None) -> dict[str, str]:
     folded = _folded(text) if folded is None else folded
     found: dict[str, str] = {}
     for name, pattern in _VERSION_PATTERNS:
-        if name in found or not _present(folded, name, _VERSION_NEEDLES):
+        if name in found:
             continue
-        match = pattern.search(text)
+        match = pattern.search(text, folded)
         if match:
             found[name] = match.group(1)
     return found
@@ -155,11 +156,11 @@ def _flags(text: str) -> list[str]:
 
     scan_lines()
     head = text[:_FLAG_SCAN_CHARS]
-    for match in _REQUEST_PARAM.finditer(head) if not full() else ():
+    for match in _REQUEST_PARAM.finditer(head) if not full() and any(n in head for n in _REQUEST_NAMES) else ():
         flags[f"{match.group(1)}={match.group(2)}"] = None
         if full():
             break
-    for match in _ENV_VAR.finditer(head) if not full() else ():
+    for match in _ENV_VAR.finditer(head) if not full() and any(n in head for n in _ENV_PREFIXES) else ():
         key, value = match.groups()
         flags[f"{key}={value}" if value else key] = None
         if full():
@@ -231,18 +232,21 @@ def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> s
 
 def parse_input(text: str) -> ParsedInput:
     """Parse one pasted error line, client exception, traceback or whole log."""
-    lines = [EvidenceLine(text=e.text, weight=e.weight, kind=e.kind) for e in error_lines(text)]
-    signatures = [e.text for e in lines if e.kind in {"exception", "message", "error", "warning"}]
+    keyed = keyed_error_lines(text)
+    lines = [EvidenceLine(text=e.text, weight=e.weight, kind=e.kind) for e, _ in keyed]
+    # Each error line's normalize_signature() comes with it (error_lines computes it to deduplicate).
+    signature_keys = [(e.text, key) for e, key in keyed if e.kind in {"exception", "message", "error", "warning"}]
+    signatures = [line for line, _ in signature_keys]
     folded = _folded(text)
     distilled = distill(text)
     strong = [e.text for e in lines if e.weight >= 1.0]
     # A sentence that is itself an error line is already evidence: prose is what the user adds to it.
-    seen = {normalize_signature(e.text) for e in lines}
+    seen = {key for _, key in keyed}
     distilled.prose = [line for line in distilled.prose if normalize_signature(line) not in seen]
     return ParsedInput(
         text=text,
         signatures=signatures,
-        normalized=[normalize_signature(s) for s in signatures],
+        normalized=[key for _, key in signature_keys],
         evidence=lines,
         query_text=_query_text(text, lines, distilled),
         is_log=any(e.weight >= 1.0 for e in lines),

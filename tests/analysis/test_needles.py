@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from service.analysis import advice
+from service.analysis import advice, engines, input
 from service.analysis.needles import Needled, folded
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +38,11 @@ EXAMPLES = [
     "Qwen3", "Mistral-7", "gemma-3",
     "$ vllm serve x", "# docker run --gpus all", "> python -m vllm.entrypoints.openai.api_server",
     "tool_choice: required",
-]
+    "vLLM API server version 0.10.1", "vllm==0.10.1", "vllm-openai:v0.10.2", "vllm 0.10.1", "vllm version 0.10.1",
+    "openai-harmony==0.0.4", "openai_harmony 0.0.4", "transformers==4.55.0", "torch 2.8.0", "torch==2.8.0",
+    "triton 3.4.0", "sglang==0.5.0", "ollama version is 0.11.4", "vllm-mlx 0.3.2", "CUDA Version: 12.8",
+    "CUDA 12.8", "LM Studio", "lmstudio", "lms server", "lms load",
+]  # fmt: skip
 
 
 def _needled(*modules: types.ModuleType) -> dict[str, Needled]:
@@ -50,7 +54,15 @@ def _needled(*modules: types.ModuleType) -> dict[str, Needled]:
     }
 
 
-PATTERNS = _needled(advice)
+PATTERNS = {
+    **_needled(advice),
+    **{f"{input.__name__}._VERSION_PATTERNS[{i}]": rule for i, (_, rule) in enumerate(input._VERSION_PATTERNS)},
+    **{
+        f"{engines.__name__}._LITERALS[{name}]": Needled(pattern.pattern, engines._LITERALS[name], pattern.flags)
+        for name, pattern in engines.ENGINES
+        if name in engines._LITERALS
+    },
+}
 
 
 def _variants(text: str) -> list[str]:
