@@ -135,6 +135,11 @@ def targets(r: dict[str, Any]) -> list[Target]:
     return out
 
 
+def _cycle_label(cycle: object) -> str:
+    """A load phase's cycle: a label (``quiet, before``) or, in results from before the quiet cycles, a number."""
+    return f"cycle {cycle}" if isinstance(cycle, int) or cycle is None else str(cycle)
+
+
 OUTSIDE_BARS: tuple[tuple[str, str, str, float, bool], ...] = (
     ("pasted", "hit1", "hit@1", 0.80, True),
     ("pasted", "hit5", "hit@5", 0.95, True),
@@ -374,8 +379,10 @@ def markdown(r: dict[str, Any]) -> str:
 
     load = r.get("load") or {}
     if load:
-        lines += ["## Load run (mixed short errors and ~100 KB logs, during a re-index)", ""]
-        rows = [_lat_row(f"cycle {p.get('cycle', 1)}: {p.get('clients')} clients", p) for p in load.get("phases", [])]
+        lines += ["## Load run (mixed short errors and ~100 KB logs: quiet, two cycles re-indexing, quiet)", ""]
+        rows = [
+            _lat_row(f"{_cycle_label(p.get('cycle'))}: {p.get('clients')} clients", p) for p in load.get("phases", [])
+        ]
         rows.append(_lat_row("all phases", load.get("overall")))
         lines += _table(
             ["phase", "clients", "requests", "p50 ms", "p90 ms", "p99 ms", "max ms", "req/s", "errors"], rows
@@ -396,7 +403,7 @@ def markdown(r: dict[str, Any]) -> str:
                     f"{rx.get('completed')} ({rx.get('failed', 0)}) / {rx.get('seconds')} / "
                     f"{_fmt(rx.get('busy_fraction'))}",
                 ],
-                ["service RSS peak per load cycle", f"{rss.get('cycle_peaks_mb')} MB"],
+                ["service RSS peak per load cycle (in the order above)", f"{rss.get('cycle_peaks_mb')} MB"],
                 [
                     "of which private (RssAnon) peak per load cycle; the rest is mapped files",
                     f"{rss.get('anon_cycle_peaks_mb')} MB",

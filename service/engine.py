@@ -37,6 +37,7 @@ from service.answer import (
 )
 from service.config import Settings
 from service.errors import NotReady
+from service.memory import release_free_heap
 from service.models import AnalysisOut, IndexInfo, LookupResponse, QueryInfo, TokenOut
 
 if TYPE_CHECKING:
@@ -408,6 +409,7 @@ class LookupEngine:
                 return False
             self._snapshot = self._load(generation)
             log.info("index generation %s loaded (%d documents)", generation, len(self._snapshot.documents))
+            release_free_heap()  # the previous generation's snapshot is garbage now
             return True
         except Exception as exc:
             # A failed reload keeps the previous snapshot serving; the next check retries.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from indexer.errors import StoreLocked
 from service.config import Settings
+from service.memory import release_free_heap
 from service.models import SchedulerState
 
 if TYPE_CHECKING:
@@ -146,6 +147,7 @@ class Scheduler:
                 self.on_finished()
             except Exception:
                 log.exception("reload after %s failed", kind)
+        release_free_heap()  # the run's buffers and the previous generation are garbage now
         return outcome
 
     def state(self) -> SchedulerState:
