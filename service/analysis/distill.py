@@ -30,14 +30,33 @@ _DECORATED = re.compile(
     r"|[a-z]{2,12} {1,12}[a-z_]{2,40}: |[a-z][a-z0-9]{1,20}_[a-z0-9_]{1,40}: |[a-z]{2,12}: )"
 )
 _INFO = re.compile(r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG|\[I\])(?:[\s\]):]|$)")
-# Lines that are never the failure, whatever words they hold.
-_BOILERPLATE = re.compile(
+# Lines that are never the failure, whatever words they hold: records that start like an env dump, a
+# package list, Gin's access log or llama.cpp's timings, and records holding a metrics or access-log phrase.
+_BOILERPLATE_START = re.compile(
+    r"\s{0,4}[A-Z][A-Z0-9_]{2,60}=\S|\s{0,4}[\w.-]{2,60}\s{2,40}v?\d{1,4}\.\d"
+    r"|\[GIN\] .{0,40}\| {0,3}[23]\d\d \|"  # Gin's access log (Ollama) for a 2xx/3xx answer
+    r"|\s{0,12}(?:prompt )?eval time = "  # llama.cpp's per-request timings
+)
+_BOILERPLATE_ANYWHERE = re.compile(
     r"throughput: \d|KV cache usage|Running: \d{1,6} reqs|prefix cache hit rate"
     r'|"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" [23]\d\d'
-    r"|^\s{0,4}[A-Z][A-Z0-9_]{2,60}=\S|^\s{0,4}[\w.-]{2,60}\s{2,40}v?\d{1,4}\.\d"
-    r"|^\[GIN\] .{0,40}\| {0,3}[23]\d\d \|"  # Gin's access log (Ollama) for a 2xx/3xx answer
-    r"|^\s{0,12}(?:prompt )?eval time = ",  # llama.cpp's per-request timings
 )
+_ANYWHERE_LITERALS = ("throughput: ", "KV cache usage", "Running: ", "prefix cache hit rate", " HTTP/")
+"""One of these is in every match of ``_BOILERPLATE_ANYWHERE``: a line without any is not searched."""
+_INFO_LITERALS = ("INFO", "DEBUG", "[I]")
+"""One of these is in every match of ``_INFO``."""
+
+
+def _boilerplate(line: str) -> bool:
+    return _BOILERPLATE_START.match(line) is not None or (
+        any(literal in line for literal in _ANYWHERE_LITERALS) and _BOILERPLATE_ANYWHERE.search(line) is not None
+    )
+
+
+def _info(head: str) -> bool:
+    return any(literal in head for literal in _INFO_LITERALS) and _INFO.search(head) is not None
+
+
 _WORD = re.compile(r"[A-Za-z][a-z']{1,30}")
 _CODE_LIKE = re.compile(r"^\s{0,8}(?:File \"|at |\$ |>>>|#|//|\{|\}|\[|\]|def |class |import |from \S+ import)")
 # A command line (``vllm serve ... --chat-template x``): context, not the user's account of the failure.
@@ -94,7 +113,7 @@ def distill(text: str) -> Distilled:
         decorated = _DECORATED.match(line) is not None
         if decorated:
             out.log_lines += 1
-        if _BOILERPLATE.search(line) or (decorated and _INFO.search(line[:120])):
+        if _boilerplate(line) or (decorated and _info(line[:120])):
             out.dropped += 1
             continue
         if not decorated and prose_chars < MAX_PROSE_CHARS and _is_prose(line):

@@ -101,3 +101,26 @@ def test_folding_keeps_lines_and_maps_what_ignorecase_maps() -> None:
     text = "A \u0130D\nline \u017fix\r\nK\u212a\u0131"
     assert len(folded(text).splitlines()) == len(text.splitlines())
     assert folded(text) == "a id\nline six\r\nkki"
+
+
+DISTILL_EXAMPLES = [
+    "Avg prompt throughput: 0.0 tokens/s", "GPU KV cache usage: 0.0%", "Running: 1 reqs, Waiting: 0 reqs",
+    "prefix cache hit rate: 0.0%", 'INFO:     127.0.0.1:5 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "INFO 08-21 09:00:00 [api_server.py:1] ok", "[INFO] ok", "level=INFO msg=ok", "DEBUG ok", "[I] ok",
+]  # fmt: skip
+
+
+def test_distill_literals_are_in_every_match() -> None:
+    """distill skips its unanchored boilerplate and INFO patterns on a line without their literals."""
+    from service.analysis import distill
+
+    anywhere = info = 0
+    for text in DISTILL_EXAMPLES + _kb_texts():
+        for line in text.splitlines():
+            if distill._BOILERPLATE_ANYWHERE.search(line):
+                anywhere += 1
+                assert any(literal in line for literal in distill._ANYWHERE_LITERALS), line
+            if distill._INFO.search(line):
+                info += 1
+                assert any(literal in line for literal in distill._INFO_LITERALS), line
+    assert anywhere >= 5 and info >= 5
