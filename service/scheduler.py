@@ -142,12 +142,14 @@ class Scheduler:
                 log.warning("%s failed: %s", kind, outcome["error"])
         outcome.update(finished_at=datetime.now(UTC).isoformat(), seconds=round(time.monotonic() - t0, 2))
         self.last_run = outcome
+        reloaded: object = False
         if self.on_finished is not None:
             try:
-                self.on_finished()
+                reloaded = self.on_finished()
             except Exception:
                 log.exception("reload after %s failed", kind)
-        release_free_heap()  # the run's buffers and the previous generation are garbage now
+        if reloaded is not True:  # a reload that swapped generations (True) has released it already
+            release_free_heap()  # the run's buffers are garbage now
         return outcome
 
     def state(self) -> SchedulerState:

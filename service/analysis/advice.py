@@ -87,12 +87,12 @@ class InputWindow:
 
 
 def _command_lines(window: InputWindow) -> list[str]:
-    """The lines of ``window`` that ``_COMMAND_LINE`` matches; a line is searched only when it could match."""
-    lines = window.text.splitlines()
-    low_lines = window.low.splitlines()
-    if len(low_lines) != len(lines):  # never expected: folding keeps the lines
-        return [line for line in lines if _COMMAND_LINE.pattern.search(line)]
-    return [line for line, low in zip(lines, low_lines, strict=True) if _COMMAND_LINE.search(line, low)]
+    """The lines of ``window`` that ``_COMMAND_LINE`` matches; a line is searched only when it could match.
+
+    ``folded`` keeps an input's lines (see its docstring), so the text's and the folded form's lines pair up.
+    """
+    lines = zip(window.text.splitlines(), window.low.splitlines(), strict=True)
+    return [line for line, low in lines if _COMMAND_LINE.search(line, low)]
 
 
 def seen_flags(parsed: ParsedInput, window: InputWindow | None = None) -> dict[str, str]:

@@ -58,12 +58,13 @@ CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 SDK_CLIENTS = frozenset({"openai-python", "ollama-python", "httpx", "requests"})
 """Client libraries rather than applications: they relay what the server said and decide nothing."""
 
-# A literal every match contains (lower-case): on a long log a pattern runs only when its needle is there.
+# A literal every match contains (lower-case), looked for in the input folded as re.IGNORECASE folds it
+# (service/analysis/needles.py): on a long log a pattern runs only when its needle is there.
 _NEEDLES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm", "apiserver pid", "enginecore"),
     "sglang": ("sgl",),
     "llama.cpp": ("llama", "ggml"),
-    "lm-studio": ("lm", "studio"),
+    "lm-studio": ("studio", "lms "),
     "tensorrt-llm": ("tensorrt", "trt"),
     "lmdeploy": ("lmdeploy",),
     "tgi": ("tgi", "text-generation"),
@@ -77,10 +78,6 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "bedrock": ("botocore", "bedrock"),
     "openai-python": ("openai",),
 }
-# Tighter literals for a name whose needle above is common in logs ("lm" is in every "vllm"), checked in
-# the input folded as re.IGNORECASE folds it (service/analysis/needles.py), so no match is ever skipped.
-_LITERALS: dict[str, tuple[str, ...]] = {"lm-studio": ("studio", "lms ")}
-
 _APP_WORD = re.compile(r"[a-z0-9][a-z0-9._-]{2,60}")
 
 
@@ -108,13 +105,10 @@ def _mentions(
     text: str, table: Sequence[tuple[str, re.Pattern[str]]], folded: str | None = None, cap: int = 50
 ) -> Counter[str]:
     """How often each name of ``table`` is mentioned (capped per name, so one spammy line cannot win)."""
-    folded = text.lower() if folded is None else folded
-    fold = folded if text.isascii() else folded_text(text)
+    folded = folded_text(text) if folded is None else folded
     counts: Counter[str] = Counter()
     for name, pattern in table:
         if not any(n in folded for n in _NEEDLES.get(name, (name,))):
-            continue
-        if name in _LITERALS and not any(n in fold for n in _LITERALS[name]):
             continue
         for n, _ in enumerate(pattern.finditer(text), start=1):
             counts[name] = n
@@ -134,7 +128,7 @@ def detect_engines(text: str, failing: Sequence[str] = ()) -> list[str]:
 def detect_client(text: str) -> str | None:
     """The client framework that reported the error, if the input names one."""
     window = _window(text)
-    folded = window.lower()
+    folded = folded_text(window)
     for name, pattern in CLIENTS:
         if any(n in folded for n in _NEEDLES.get(name, (name,))) and pattern.search(window):
             return name

@@ -13,7 +13,8 @@ from pydantic import BaseModel, Field
 from indexer.signatures import MAX_LINE, keyed_error_lines, normalize_signature
 from service.analysis.distill import Distilled, distill
 from service.analysis.engines import detect_client, detect_engines
-from service.analysis.needles import Needled, folded
+from service.analysis.needles import Needled
+from service.analysis.needles import folded as _folded
 
 MAX_QUERY_CHARS = 2000
 """The reduced query text never grows past this: long logs are reduced to their error lines."""
@@ -104,9 +105,6 @@ _MODEL_TAG = re.compile(r"'model(?:_tag)?': '([^']{1,200})'")
 _TOKEN_ID = re.compile(r"\btokens? (?:id )?(\d{1,6})\b|\btoken_id[=: ]{1,3}(\d{1,6})\b", re.I)
 _TOKEN_LIST = re.compile(r"\[(\d{1,6}(?:, ?\d{1,6}){1,400})\]")
 _DEFAULTS_OFF = {"False", "None", "0", "''", "[]"}
-
-_folded = folded
-
 
 def _versions(text: str, folded: str | None = None) -> dict[str, str]:
     folded = _folded(text) if folded is None else folded

@@ -41,7 +41,7 @@ EXAMPLES = [
     "vLLM API server version 0.10.1", "vllm==0.10.1", "vllm-openai:v0.10.2", "vllm 0.10.1", "vllm version 0.10.1",
     "openai-harmony==0.0.4", "openai_harmony 0.0.4", "transformers==4.55.0", "torch 2.8.0", "torch==2.8.0",
     "triton 3.4.0", "sglang==0.5.0", "ollama version is 0.11.4", "vllm-mlx 0.3.2", "CUDA Version: 12.8",
-    "CUDA 12.8", "LM Studio", "lmstudio", "lms server", "lms load",
+    "CUDA 12.8", "LM Studio", "lmstudio", "lms server", "lms load", "httpx.ReadTimeout", "ray-project/llmperf",
 ]  # fmt: skip
 
 
@@ -58,9 +58,10 @@ PATTERNS = {
     **_needled(advice),
     **{f"{input.__name__}._VERSION_PATTERNS[{i}]": rule for i, (_, rule) in enumerate(input._VERSION_PATTERNS)},
     **{
-        f"{engines.__name__}._LITERALS[{name}]": Needled(pattern.pattern, engines._LITERALS[name], pattern.flags)
-        for name, pattern in engines.ENGINES
-        if name in engines._LITERALS
+        f"{engines.__name__}._NEEDLES[{name}]": Needled(
+            pattern.pattern, engines._NEEDLES.get(name, (name,)), pattern.flags
+        )
+        for name, pattern in (*engines.ENGINES, *engines.CLIENTS)
     },
 }
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from typing import Any
 
 import pytest
 
+from bench.procs import proc_memory
 from service import engine as engine_module
 from service import memory
 from service import scheduler as scheduler_module
@@ -19,11 +21,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ma
 
 
 def _private_mb() -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no RssAnon in /proc/self/status")
+    memory_now = proc_memory(os.getpid())
+    assert memory_now is not None and "anon_mb" in memory_now, memory_now
+    return memory_now["anon_mb"]
 
 
 def test_release_free_heap_returns_freed_heap_pages_to_the_os() -> None:
@@ -59,6 +59,21 @@ def test_an_index_run_then_releases_the_heap(monkeypatch: Any, settings: Setting
     runner.fail = RuntimeError("boom")  # a failed run's buffers are garbage too
     assert scheduler.trigger("sync")
     wait_until(lambda: len(released) == 2)
+    scheduler.stop()
+
+
+def test_a_run_whose_reload_swapped_generations_is_not_released_twice(
+    monkeypatch: Any, settings: Settings, runner: RecordingRunner
+) -> None:
+    released: list[int] = []
+    monkeypatch.setattr(scheduler_module, "release_free_heap", lambda: released.append(1) or True)
+    reloads: list[bool] = [True, False]  # the engine's reload_if_changed: swapped, then unchanged
+    scheduler = Scheduler(settings, runner=runner, on_finished=lambda: reloads.pop(0))
+    assert scheduler.trigger("rebuild")
+    wait_until(lambda: scheduler.last_run is not None and not scheduler.state().running)
+    assert released == []  # the swap released it (engine.reload_if_changed)
+    assert scheduler.trigger("sync")
+    wait_until(lambda: released == [1])  # nothing swapped: the scheduler releases the run's buffers
     scheduler.stop()
 
 
