@@ -26,7 +26,7 @@ from bench.quality import Outcome, Query, evaluate, query_from_record
 OUTSIDE_FILE = Path(__file__).resolve().parent / "outside" / "outside.jsonl"
 SPLITS = ("tune", "heldout")
 SPLIT_SEED = 20261123
-BATCH_SEEDS = {1: SPLIT_SEED, 2: 20261125, 3: 20261126}
+BATCH_SEEDS = {1: SPLIT_SEED, 2: 20261125, 3: 20261126, 4: 20261127}
 """Each batch of records is drawn with its own seed, so adding a batch never moves an earlier record's
 split. A record without ``batch`` is in batch 1 (the set as first committed)."""
 CATEGORIES = ("error", "symptom", "negative-uncovered", "negative-unrelated")
