@@ -5,7 +5,7 @@ names the report it was taken from (``owner/repo#N``), so a test can check that 
 bundled card and that every label is one. Half of each category is held out from tuning; which half
 is fixed by a seeded draw, so the split cannot drift towards whatever scores well.
 
-    python -m bench.outside --check            # validate the file against the bundled KB
+    python -m bench.outside --check            # validate outside.jsonl and silver.jsonl against the bundled KB
     python -m bench.outside --assign-splits    # (re)draw the splits with the fixed seed
 """
 
@@ -24,6 +24,10 @@ from typing import Any
 from bench.quality import Outcome, Query, evaluate, query_from_record
 
 OUTSIDE_FILE = Path(__file__).resolve().parent / "outside" / "outside.jsonl"
+SILVER_FILE = Path(__file__).resolve().parent / "outside" / "silver.jsonl"
+"""The silver set: threads outside the KB and outside OUTSIDE_FILE whose own text links them to a card
+(a duplicate, same-problem or fixed-by link); the label is the linked card. For tuning only, never a target."""
+SILVER_ID = re.compile(r"^sil[0-9]{3}$")
 SPLITS = ("tune", "heldout")
 SPLIT_SEED = 20261123
 BATCH_SEEDS = {1: SPLIT_SEED, 2: 20261125, 3: 20261126, 4: 20261127}
@@ -130,6 +134,73 @@ def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list
     return problems
 
 
+def load_silver(path: Path = SILVER_FILE) -> list[Query]:
+    """The silver set as eval queries (every one a positive)."""
+    return [query_from_record(r) for r in load_records(path)]
+
+
+def validate_silver(
+    records: Sequence[dict[str, Any]], card_ids: Iterable[str], outside_reports: Iterable[str]
+) -> list[str]:
+    """Every problem with the silver set, as sentences; an empty list means the file is sound.
+
+    Besides the outside set's record checks: ids are ``silNNN``, every record is a positive
+    (``error`` or ``symptom``) with a ``link`` saying where its thread names the card, its report is
+    in neither the KB nor the outside set, and its query does not give the answer away (no number of
+    a relevant card appears in it).
+    """
+    cards = set(card_ids)
+    outside = set(outside_reports)
+    problems: list[str] = []
+    seen_ids: set[str] = set()
+    seen_reports: set[str] = set()
+    for r in records:
+        qid = str(r.get("id", "?"))
+        if not SILVER_ID.match(qid):
+            problems.append(f"{qid}: id is not silNNN")
+        if qid in seen_ids:
+            problems.append(f"{qid}: duplicate query id")
+        seen_ids.add(qid)
+        report = str(r.get("report", ""))
+        if not REPORT_ID.match(report):
+            problems.append(f"{qid}: report {report!r} is not owner/repo#N")
+        if report in cards:
+            problems.append(f"{qid}: report {report} is a bundled card, not an outside thread")
+        if report in outside:
+            problems.append(f"{qid}: report {report} is already in the outside set")
+        if report in seen_reports:
+            problems.append(f"{qid}: report {report} appears twice")
+        seen_reports.add(report)
+        owner_repo, _, number = report.partition("#")
+        source = str(r.get("source", ""))
+        if not source.startswith(f"https://github.com/{owner_repo}/") or not source.endswith(f"/{number}"):
+            problems.append(f"{qid}: source {source!r} does not point at {report}")
+        if r.get("category") not in ("error", "symptom"):
+            problems.append(f"{qid}: category {r.get('category')!r} is not error or symptom")
+        query = str(r.get("query", ""))
+        if not query.strip():
+            problems.append(f"{qid}: empty query")
+        if not str(r.get("link", "")).strip():
+            problems.append(f"{qid}: no link saying where the thread names its card")
+        relevant = r.get("relevant") or []
+        if not relevant:
+            problems.append(f"{qid}: no relevant card")
+        for label in relevant:
+            if not REPORT_ID.match(label):
+                problems.append(f"{qid}: label {label!r} is not owner/repo#N")
+                continue
+            if label not in cards:
+                problems.append(f"{qid}: label {label} is not a bundled card")
+            if re.search(rf"(?<![0-9]){re.escape(label.partition('#')[2])}(?![0-9])", query):
+                problems.append(f"{qid}: query names the number of its label {label}")
+        expect = r.get("expect") or {}
+        if expect.get("no_match"):
+            problems.append(f"{qid}: a silver record is a positive, no expect.no_match")
+        if expect.get("side") is not None and expect["side"] not in SIDES:
+            problems.append(f"{qid}: unknown side {expect['side']!r}")
+    return problems
+
+
 def _split_problems(records: Sequence[dict[str, Any]]) -> list[str]:
     """Splits must match the seeded draw and be balanced within each category and overall."""
     problems = []
@@ -186,6 +257,33 @@ def evaluate_outside(
     return out
 
 
+def evaluate_silver(
+    systems: dict[str, Callable[[Query], Outcome]],
+    *,
+    limit: int | None = None,
+    path: Path = SILVER_FILE,
+) -> dict[str, Any]:
+    """Metrics of each system on the silver set, pasted and in-log, plus the pipeline's misses.
+
+    The silver set is for tuning, so its misses are recorded (like the outside set's tune half).
+    """
+    from bench.outside_log import in_log
+    from bench.phases import subset
+
+    records = load_records(path)
+    pasted = subset(load_silver(path), limit)
+    out: dict[str, Any] = {"file": str(path.name), "misses": {}}
+    for variant, queries in (("pasted", pasted), ("in-log", in_log(pasted, engines(records)))):
+        row: dict[str, Any] = {"queries": len(queries)}
+        for name, system in systems.items():
+            metrics = evaluate(queries, system)
+            row[name] = metrics.as_dict()
+            if name == "pipeline":
+                out["misses"][variant] = metrics.misses
+        out[variant] = row
+    return out
+
+
 def _write_splits(path: Path) -> None:
     records = load_records(path)
     splits = assign_splits(records)
@@ -199,7 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.outside", description=__doc__.splitlines()[0])
     parser.add_argument("--file", type=Path, default=OUTSIDE_FILE)
     parser.add_argument("--assign-splits", action="store_true", help="Write the seeded splits into the file.")
-    parser.add_argument("--check", action="store_true", help="Validate the file against the bundled KB.")
+    parser.add_argument("--silver", type=Path, default=SILVER_FILE)
+    parser.add_argument(
+        "--check", action="store_true", help="Validate the outside and silver files against the bundled KB."
+    )
     args = parser.parse_args(argv)
     if args.assign_splits:
         _write_splits(args.file)
@@ -207,7 +308,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         from indexer.sources.cards import bundled_cards
 
-        problems = validate(records, (c.id for c in bundled_cards()))
+        card_ids = [c.id for c in bundled_cards()]
+        problems = validate(records, card_ids)
+        problems += [
+            f"silver: {p}"
+            for p in validate_silver(load_records(args.silver), card_ids, (r.get("report", "") for r in records))
+        ]
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
@@ -215,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     counts = Counter((r["category"], r.get("split")) for r in records)
     for (category, split), n in sorted(counts.items()):
         print(f"{category:20} {split}: {n}")
+    silver = Counter(r["category"] for r in load_records(args.silver))
+    for category, n in sorted(silver.items()):
+        print(f"{category:20} silver: {n}")
     return 0
 
 

@@ -147,7 +147,8 @@ def quality(
     data_dir: Path, *, limit: int | None, profile_to: Path | None
 ) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
     """Metrics of the full pipeline and both baselines per eval set, the outside set (pipeline and
-    BM25, per split and variant, ``bench/outside.py``); then stage timings and a profile.
+    BM25, per split and variant, ``bench/outside.py``), the silver tuning set (pipeline and BM25,
+    pasted and in-log); then stage timings and a profile.
 
     Returns (quality by set, the distinct (kind, text) inputs, engine report: embedder name,
     in-process lookup latency, stage breakdown, top profile rows).
@@ -172,9 +173,10 @@ def quality(
                 "dense": evaluate(queries, dense).as_dict(),
                 "pipeline_misses": mine.misses,
             }
-        from bench.outside import evaluate_outside
+        from bench.outside import evaluate_outside, evaluate_silver
 
         out["outside"] = evaluate_outside({"pipeline": pipeline, "bm25": bm25}, limit=limit)
+        out["silver"] = evaluate_silver({"pipeline": pipeline, "bm25": bm25}, limit=limit)
         texts = eval_texts(limit)
         report: dict[str, Any] = {"embedder": getattr(engine.embedder, "name", type(engine.embedder).__name__)}
         report.update(profile_lookups(engine, [t for _, t in texts], profile_to))

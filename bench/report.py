@@ -167,6 +167,19 @@ def outside_targets(r: dict[str, Any]) -> list[Target]:
     return out
 
 
+def _silver_rows(r: dict[str, Any]) -> list[list[Any]]:
+    rows = []
+    for variant in ("pasted", "in-log"):
+        cell = _get(r, "quality", "silver", variant) or {}
+        for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
+            x = cell.get(system)
+            if x:
+                rows.append(
+                    [variant, label, x.get("n"), _fmt(x.get("hit1")), _fmt(x.get("hit5")), _fmt(x.get("mrr10"))]
+                )
+    return rows
+
+
 def _outside_rows(r: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for split in ("tune", "heldout"):
@@ -301,6 +314,16 @@ def markdown(r: dict[str, Any]) -> str:
             "`pasted` is the error or symptom as the user gave it; `in-log` is the same inside ~120 lines of its "
             "engine's ordinary log (`bench/outside_log.py`). Tune on `tune` only; `heldout` is the figure "
             "that counts.",
+            "",
+        ]
+
+    silver_rows = _silver_rows(r)
+    if silver_rows:
+        lines += ["## Silver set: threads a card's thread is linked from; tuning only, not a target", ""]
+        lines += _table(["input", "system", "queries", "hit@1", "hit@5", "MRR@10"], silver_rows)
+        lines += [
+            "Public threads outside the KB whose own text links them to a bundled card (duplicate, same "
+            "problem, caused or fixed by it); the label is the linked card (`bench/outside/README.md`).",
             "",
         ]
 

@@ -325,6 +325,51 @@ def test_outside_validation_reports_each_kind_of_bad_record() -> None:
     assert "seeded draw" in " | ".join(validate(flipped, ["vllm-project/vllm#1"]))
 
 
+def test_silver_set_is_valid_against_the_kb_and_the_outside_set() -> None:
+    """The silver file: silNNN ids, threads in neither the KB nor the outside set, labels that are cards,
+    a link for each, and no query naming its label's number."""
+    from bench.outside import SILVER_FILE, load_records, load_silver, validate_silver
+    from indexer.sources.cards import bundled_cards
+
+    silver = load_records(SILVER_FILE)
+    outside = [r["report"] for r in load_records()]
+    assert validate_silver(silver, [c.id for c in bundled_cards()], outside) == []
+    assert silver and all(q.relevant for q in load_silver())
+
+
+def test_silver_validation_reports_each_kind_of_bad_record() -> None:
+    from bench.outside import validate_silver
+
+    good = {
+        "id": "sil001",
+        "report": "acme/tool#7",
+        "source": "https://github.com/acme/tool/issues/7",
+        "category": "error",
+        "query": "HarmonyError: boom at line 12",
+        "relevant": ["vllm-project/vllm#1234"],
+        "expect": {"side": "server"},
+        "link": "comment by x: duplicate of vllm-project/vllm#1234",
+    }
+    cards = ["vllm-project/vllm#1234"]
+    assert validate_silver([good], cards, ["acme/other#1"]) == []
+    cases = {
+        "is a bundled card": dict(
+            good, report="vllm-project/vllm#1234", source="https://github.com/vllm-project/vllm/issues/1234"
+        ),
+        "already in the outside set": dict(
+            good, report="acme/other#1", source="https://github.com/acme/other/issues/1"
+        ),
+        "not a bundled card": dict(good, relevant=["acme/other#3"]),
+        "names the number of its label": dict(good, query="same as vllm issue 1234: HarmonyError"),
+        "no link": dict(good, link=""),
+        "not silNNN": dict(good, id="out001"),
+        "is not error or symptom": dict(good, category="negative-unrelated"),
+    }
+    for expected, record in cases.items():
+        assert expected in " | ".join(validate_silver([record], cards, ["acme/other#1"])), expected
+    assert "appears twice" in " | ".join(validate_silver([good, dict(good, id="sil002")], cards, []))
+
+
 def test_in_log_variant_buries_each_query_once_in_its_engines_log() -> None:
     from bench.outside import engines, load_outside, load_records
     from bench.outside_log import LOG_LINES, bury, in_log
