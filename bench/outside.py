@@ -25,8 +25,11 @@ from bench.quality import Outcome, Query, evaluate, query_from_record
 
 OUTSIDE_FILE = Path(__file__).resolve().parent / "outside" / "outside.jsonl"
 SILVER_FILE = Path(__file__).resolve().parent / "outside" / "silver.jsonl"
-"""The silver set: threads outside the KB and outside OUTSIDE_FILE whose own text links them to a card
-(a duplicate, same-problem or fixed-by link); the label is the linked card. For tuning only, never a target."""
+"""The silver set: threads outside the KB and outside OUTSIDE_FILE linked to a card, either by their own text
+(a duplicate, same-problem or fixed-by link; ``link`` starts "thread:") or by the card's curated ``fixes`` or
+``references`` field (``link`` starts "card-side:", weaker evidence); the label is the linked card. For
+tuning only, never a target."""
+LINK_KINDS = ("thread:", "card-side:")
 SILVER_ID = re.compile(r"^sil[0-9]{3}$")
 SPLITS = ("tune", "heldout")
 SPLIT_SEED = 20261123
@@ -145,7 +148,8 @@ def validate_silver(
     """Every problem with the silver set, as sentences; an empty list means the file is sound.
 
     Besides the outside set's record checks: ids are ``silNNN``, every record is a positive
-    (``error`` or ``symptom``) with a ``link`` saying where its thread names the card, its report is
+    (``error`` or ``symptom``) with a ``link`` saying where the thread and the card are linked, and of
+    which kind (it starts with ``thread:`` or ``card-side:``, ``LINK_KINDS``), its report is
     in neither the KB nor the outside set, and its query does not give the answer away (no number of
     a relevant card appears in it).
     """
@@ -180,8 +184,11 @@ def validate_silver(
         query = str(r.get("query", ""))
         if not query.strip():
             problems.append(f"{qid}: empty query")
-        if not str(r.get("link", "")).strip():
+        link = str(r.get("link", "")).strip()
+        if not link:
             problems.append(f"{qid}: no link saying where the thread names its card")
+        elif not link.startswith(LINK_KINDS):
+            problems.append(f"{qid}: link does not start with {' or '.join(LINK_KINDS)}")
         relevant = r.get("relevant") or []
         if not relevant:
             problems.append(f"{qid}: no relevant card")

@@ -348,10 +348,12 @@ def test_silver_validation_reports_each_kind_of_bad_record() -> None:
         "query": "HarmonyError: boom at line 12",
         "relevant": ["vllm-project/vllm#1234"],
         "expect": {"side": "server"},
-        "link": "comment by x: duplicate of vllm-project/vllm#1234",
+        "link": "thread: comment by x: duplicate of vllm-project/vllm#1234",
     }
     cards = ["vllm-project/vllm#1234"]
     assert validate_silver([good], cards, ["acme/other#1"]) == []
+    card_side = dict(good, link="card-side: vllm-project/vllm#1234 lists it in fixes")
+    assert validate_silver([card_side], cards, ["acme/other#1"]) == []
     cases = {
         "is a bundled card": dict(
             good, report="vllm-project/vllm#1234", source="https://github.com/vllm-project/vllm/issues/1234"
@@ -362,6 +364,7 @@ def test_silver_validation_reports_each_kind_of_bad_record() -> None:
         "not a bundled card": dict(good, relevant=["acme/other#3"]),
         "names the number of its label": dict(good, query="same as vllm issue 1234: HarmonyError"),
         "no link": dict(good, link=""),
+        "link does not start with": dict(good, link="comment by x: duplicate of vllm-project/vllm#1234"),
         "not silNNN": dict(good, id="out001"),
         "is not error or symptom": dict(good, category="negative-unrelated"),
     }
