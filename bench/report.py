@@ -319,11 +319,12 @@ def markdown(r: dict[str, Any]) -> str:
 
     silver_rows = _silver_rows(r)
     if silver_rows:
-        lines += ["## Silver set: threads a card's thread is linked from; tuning only, not a target", ""]
+        lines += ["## Silver set: threads linked to a card; tuning only, not a target", ""]
         lines += _table(["input", "system", "queries", "hit@1", "hit@5", "MRR@10"], silver_rows)
         lines += [
-            "Public threads outside the KB whose own text links them to a bundled card (duplicate, same "
-            "problem, caused or fixed by it); the label is the linked card (`bench/outside/README.md`).",
+            "Public threads outside the KB linked to a bundled card, by their own text (`thread:`: duplicate, "
+            "same problem, caused or fixed by it) or by the card's curated fixes/references field "
+            "(`card-side:`, weaker evidence); the label is the linked card (`bench/outside/README.md`).",
             "",
         ]
 
