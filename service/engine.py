@@ -260,7 +260,9 @@ class LookupEngine:
             # Serving engines the index knows beyond the engine table (exo, gpustack, ...), by name.
             server = snap.retriever.engines.named_server(text)
             if server is not None:
-                parsed = parsed.model_copy(update={"engines": [server]})
+                by_name = snap.retriever.engines.named_server
+                failure = parsed.named_by_failure([server], lambda t: [n] if (n := by_name(t)) else [])
+                parsed = parsed.model_copy(update={"engines": [server], "failure_engines": failure})
         if budget.allows("search"):
             result = self._search(snap, parsed, top_k, repos)
         else:

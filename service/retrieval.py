@@ -738,9 +738,11 @@ class Retriever:
 
         An input that names no engine has no "same engine": it most likely runs the engine most threads
         are about, but a guess is not enough to call a thread found by its words alone the same failure.
+        In a pasted log the failure must name it (its failing lines or the user's sentence): the start-up
+        and access lines around a described symptom name the engine of every failure in that log.
         """
         engine = self.engines.repo_engine.get(doc.repo or "")
-        return engine is not None and engine in parsed.engines
+        return engine is not None and engine in parsed.failure_engines
 
     def _client_thread_near(self, doc: Document, e: _Evidence, parsed: ParsedInput) -> bool:
         """A thread in the tracker of the client the input names, near the top of a rank leg.

@@ -7,6 +7,7 @@ costs milliseconds, not seconds.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
@@ -42,6 +43,11 @@ class ParsedInput(BaseModel):
     model: str | None = Field(default=None, description="Model name or path seen in the input")
     client: str | None = Field(default=None, description="Client framework that reported the error")
     engines: list[str] = Field(default=[], description="Serving engines the input names, the failing one first")
+    failure_engines: list[str] = Field(
+        default=[],
+        description="Serving engines the failure itself names: in a pasted log, its failing lines and the user's "
+        "sentences (not the start-up and access lines around them); otherwise the same as engines",
+    )
     token_ids: list[int] = Field(default=[], description="Token ids the text names")
     prose: list[str] = Field(default=[], description="The user's own sentences in the input")
     failure_found: bool = Field(
@@ -50,6 +56,20 @@ class ParsedInput(BaseModel):
     other_model: str | None = Field(
         default=None, description="Another model family the input names while it carries no gpt-oss signal"
     )
+    log_dump: bool = Field(default=False, description="True when most of the input is log records (a pasted log)")
+
+    @property
+    def failure_text(self) -> str:
+        """What names the failure itself: the failing lines and the user's sentences (no log context)."""
+        return "\n".join([*[e.text for e in self.evidence if e.weight >= 1.0][:5], *self.prose])
+
+    def named_by_failure(self, engines: list[str], named: Callable[[str], list[str]]) -> list[str]:
+        """Which of ``engines`` the failure names: all of them, unless the input is a log whose failing
+        lines and sentences (``named`` reads their names) leave some only to the records around them."""
+        if not self.log_dump or not engines:
+            return engines
+        found = named(self.failure_text)
+        return [e for e in engines if e in found]
 
     @property
     def engine(self) -> str | None:
@@ -241,7 +261,7 @@ def parse_input(text: str) -> ParsedInput:
     # A sentence that is itself an error line is already evidence: prose is what the user adds to it.
     seen = {key for _, key in keyed}
     distilled.prose = [line for line in distilled.prose if normalize_signature(line) not in seen]
-    return ParsedInput(
+    parsed = ParsedInput(
         text=text,
         signatures=signatures,
         normalized=[key for _, key in signature_keys],
@@ -257,4 +277,7 @@ def parse_input(text: str) -> ParsedInput:
         prose=distilled.prose,
         failure_found=bool(strong or distilled.prose) or not distilled.is_log_dump,
         other_model=_other_model(text),
+        log_dump=distilled.is_log_dump,
     )
+    parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines)
+    return parsed

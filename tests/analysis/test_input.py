@@ -100,3 +100,26 @@ def test_a_vllm_mlx_version_is_its_own_and_not_vllms() -> None:
     assert "vllm" not in parsed.versions
     assert parse_input("pip install vllm_mlx==0.4.1").versions.get("vllm-mlx") == "0.4.1"
     assert "vllm-mlx" not in parse_input("vllm 0.11.0 with mlx-lm 0.28.1").versions
+
+
+def test_the_engines_a_failure_names_leave_out_those_only_its_log_names() -> None:
+    # A vLLM log names vLLM on every record; the failure named by its failing lines or the user's sentence
+    # is what a confident match may rely on. A short paste is all failure: every engine it names counts.
+    log = "\n".join(
+        [
+            "(APIServer pid=7) INFO 11-23 10:00:01 [api_server.py:1839] vLLM API server version 0.10.2",
+            "(APIServer pid=7) INFO 11-23 10:00:02 [utils.py:233] non-default args: {'model': 'openai/gpt-oss-20b'}",
+            "(EngineCore_DP0 pid=9) INFO 11-23 10:00:05 [core.py:77] Initializing a V1 LLM engine (v0.10.2)",
+            "(EngineCore_DP0 pid=9) INFO 11-23 10:00:40 [gpu_worker.py:298] Available KV cache memory: 20.1 GiB",
+            "the reasoning text shows up in the answer of every second request",
+            '(APIServer pid=7) INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        ]
+    )
+    parsed = parse_input(log)
+    assert parsed.log_dump and parsed.engines == ["vllm"] and parsed.failure_engines == []
+    assert parsed.named_by_failure(["exo"], lambda text: ["exo"] if "exo" in text else []) == []
+    named = parse_input(log.replace("every second request", "every second request on vllm"))
+    assert named.failure_engines == ["vllm"]
+    pasted = parse_input("vllm serve: the reasoning text shows up in the answer of every second request")
+    assert not pasted.log_dump and pasted.failure_engines == ["vllm"]
+    assert pasted.named_by_failure(["exo"], lambda text: []) == ["exo"]

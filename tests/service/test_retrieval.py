@@ -301,6 +301,30 @@ def test_a_semantic_high_needs_the_engine_named() -> None:
     assert confidence("vllm serving " + symptom) == "high"
 
 
+def test_a_semantic_high_needs_the_engine_named_by_the_failure_not_by_the_log_around_it() -> None:
+    # A vLLM log names vLLM on every start-up line, and most threads are vLLM's: that the symptom sits
+    # in such a log says nothing about which failure it is. The engine counts when the failing lines or
+    # the user's own sentence name it, as in a pasted report.
+    retriever = Retriever(card_documents(), _OneHotEmbedder(), _NearDense("vllm-project/vllm#22337"))
+    symptom = "gpt-oss-120b tool calls: the tool call JSON comes back in content and tool_calls stays empty"
+    boilerplate = [
+        "(APIServer pid=7) INFO 11-23 10:00:01 [api_server.py:1839] vLLM API server version 0.10.2",
+        "(APIServer pid=7) INFO 11-23 10:00:01 [utils.py:233] non-default args: {'model': 'openai/gpt-oss-120b'}",
+        "(EngineCore_DP0 pid=9) INFO 11-23 10:00:05 [core.py:77] Initializing a V1 LLM engine (v0.10.2)",
+        "(EngineCore_DP0 pid=9) INFO 11-23 10:00:40 [gpu_worker.py:298] Available KV cache memory: 20.1 GiB",
+        "(APIServer pid=7) INFO 11-23 10:01:02 [launcher.py:44] Route: /v1/chat/completions, Methods: POST",
+        '(APIServer pid=7) INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    ]
+
+    def in_log(sentence: str) -> tuple[str, list[str], list[str]]:
+        parsed = parse_input("\n".join([*boilerplate[:4], sentence, *boilerplate[4:]]))
+        hits = {hit.doc.id: hit for hit in retriever.search(parsed).hits}
+        return hits["vllm-project/vllm#22337"].confidence, parsed.engines, parsed.failure_engines
+
+    assert in_log(symptom) == ("medium", ["vllm"], [])
+    assert in_log("with vllm serve: " + symptom) == ("high", ["vllm"], ["vllm"])
+
+
 def test_a_warning_line_that_is_word_for_word_a_known_error_string_is_high(retriever: Retriever) -> None:
     # A line logged below ERROR counts for less: most warnings are not the failure. But when the
     # knowledge base records that very string as a failure's error string, the log level does not
