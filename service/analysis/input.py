@@ -226,6 +226,11 @@ _OTHER_MODEL = re.compile(
 )
 
 
+def names_a_model(text: str) -> bool:
+    """True when ``text`` names gpt-oss (or its Harmony format) or another model family."""
+    return _GPT_OSS.search(text) is not None or _OTHER_MODEL.search(text) is not None
+
+
 def _other_model(text: str) -> str | None:
     """Another model family named by an input that carries no gpt-oss or Harmony signal."""
     window = text[:100_000]

@@ -16,8 +16,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from indexer.documents import Document
-from service.analysis.engines import SDK_CLIENTS
-from service.analysis.input import ParsedInput
+from service.analysis.engines import SDK_CLIENTS, detect_engines
+from service.analysis.input import ParsedInput, names_a_model
 
 Side = Literal["server", "client", "model-files", "environment", "unknown"]
 
@@ -314,7 +314,8 @@ def _match_cached(signatures: tuple[str, ...], prose: tuple[str, ...], context: 
             return replace(whole, described=True)
     if found is not None:
         return found
-    if _OFFLINE.search(window) and _VOCAB_WORDS.search(window):
+    said = "\n".join([*signatures[:5], window])  # a failing line may say it too ("... in an air-gapped cluster")
+    if _OFFLINE.search(said) and _VOCAB_WORDS.search(said):
         return _Finding(_VOCAB_RULE, 0, "offline vocabulary")
     return None
 
@@ -355,15 +356,42 @@ _CLIENT_APP = re.compile(
     re.I,
 )
 
+# A product named with its version ("Acme Chat 2.4.1", "Quillbox 0.9"). When it is not a
+# serving engine, a model, or the platform under both (language, GPU stack, OS, ML library), it is the
+# application the user runs: a report names what it watched fail.
+_VERSIONED_NAME = re.compile(r"\b([A-Z][\w+-]{1,30}(?: [A-Z][\w+-]{1,30}){0,2}) v?\d{1,4}\.\d{1,4}\b")
+_PLATFORM = re.compile(
+    r"^(?:python|cuda|cudnn|nccl|rocm|hip|pytorch|torch|transformers|triton|flashinfer|flash|xformers|jax"
+    r"|numpy|ubuntu|debian|centos|rhel|fedora|windows|macos|mac|linux|wsl|docker|kubernetes|k8s|nvidia|driver"
+    r"|node|openai|harmony|gpt|chrome|firefox|safari|ios|android|intel|amd|apple|release|version|build|tag)\b",
+    re.I,
+)
+
+
+def _versioned_app(text: str) -> str | None:
+    """The first product the input names with a version that is no engine, model or platform."""
+    for match in _VERSIONED_NAME.finditer(text[:20_000]):
+        name = match.group(1)
+        if _PLATFORM.search(name) or detect_engines(name) or names_a_model(name):
+            continue
+        return name
+    return None
+
+
 _SERVED = re.compile(
     r"gpt-?oss|chat completions?|/v1/|streaming|tensor.parallel|\bTP\s?=?\s?\d|served|serving|endpoint", re.I
 )
 
 
 def _from_hits(
-    hits: Sequence[Document], limit: int = 3, prior: dict[Side, float] | None = None
+    hits: Sequence[Document], limit: int = 3, prior: dict[Side, float] | None = None, engines: Sequence[str] = ()
 ) -> tuple[Side, str, Document | None] | None:
-    """Rank-weighted vote of the top hits that carry a usable side (plus an optional prior)."""
+    """Rank-weighted vote of the top hits that carry a usable side (plus an optional prior).
+
+    A server-side thread in the tracker of an engine the input does not name counts half: that engine's
+    bug is a look-alike from another stack, weaker evidence that this input's server failed than what the
+    input names. A GPU, driver or model-file cause holds whatever engine runs, so those count in full.
+    """
     votes: dict[Side, float] = dict(prior or {})
     first: dict[Side, tuple[str, Document]] = {}
     for rank, doc in enumerate(hits[:limit]):
@@ -371,7 +399,9 @@ def _from_hits(
         if judged is None:
             continue
         side, component = judged
-        votes[side] = votes.get(side, 0.0) + 1.0 / (rank + 1)
+        own = detect_engines(doc.repo or "") if side == "server" else []
+        weight = 0.5 if own and not set(own) & set(engines) else 1.0
+        votes[side] = votes.get(side, 0.0) + weight / (rank + 1)
         first.setdefault(side, (component, doc))
     if not votes:
         return None
@@ -382,12 +412,34 @@ def _from_hits(
     return side, component, doc
 
 
+def _server_message(seen: str) -> bool:
+    """True when a server rule matched a message the server writes ("Expected 2 output messages",
+    "error parsing tool call"), not the name of a field or feature ("reasoning_content", "harmony parser").
+
+    A user who quotes the server's error quotes what the server did; a user who names a field describes
+    what the application around it shows. The rules' messages are phrases of three or more words, an
+    exception's name, or start with the verdict ("Unknown recipient"); their field and feature names are
+    one or two plain words.
+    """
+    return _MESSAGE_SHAPE.search(seen) is not None
+
+
+_MESSAGE_SHAPE = re.compile(r"\S\s+\S+\s+\S|[a-z](?:Error|Exception)\b|^(?:Unknown|Invalid|Unexpected|Missing)\s")
+
+
 def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
     """Decide where the failure originates, with the component and a one-line explanation."""
     found = match_input(parsed)
     client = _client_name(parsed)
     app = client is not None and client not in SDK_CLIENTS
-    if found is not None and found.rule.tier == 0 and found.described and found.rule.side == "server" and app:
+    if (
+        found is not None
+        and found.rule.tier == 0
+        and found.described
+        and found.rule.side == "server"
+        and app
+        and not _server_message(found.text)
+    ):
         # A described symptom in a named client application: the words name a server-side field or
         # feature, but the application is what the user watches misbehave; it is the first suspect.
         explanation = (
@@ -406,8 +458,11 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
     if found is None:
         # A described behaviour with no error text: whoever the user names is the first suspect. A
         # named client application is more specific than the engine behind it, so it leads a tie.
-        engine = bool(parsed.engines) or bool(_ENGINE.search(text))
-        app = app or bool(_CLIENT_APP.search(text))
+        # In a pasted log, the user names what the failing lines and their own sentences name: the
+        # start-up lines around them name the engine of every failure in that log.
+        said = parsed.failure_text if parsed.log_dump else text
+        engine = bool(parsed.failure_engines) or bool(_ENGINE.search(said))
+        app = app or bool(_CLIENT_APP.search(said)) or _versioned_app(said) is not None
         if app:
             prior["client"] = 0.6 if engine else 1.0
         if engine:
@@ -415,7 +470,7 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
         elif not app and _SERVED.search(text):
             # gpt-oss output going wrong on an unnamed stack: the serving layer is the first suspect.
             prior["server"] = 0.5
-    voted = _from_hits(hits, prior=prior)
+    voted = _from_hits(hits, prior=prior, engines=parsed.failure_engines)
     if found is not None:
         # A generic server marker: the engine produced the error; the hits may name the component.
         component = voted[1] if voted is not None and voted[0] == "server" else found.rule.category

@@ -270,3 +270,59 @@ def test_a_hits_own_strings_are_scanned_once_and_by_their_text(cards: dict[str, 
     changed = plain.model_copy(update={"error_signatures": ruled.error_signatures, "title": ruled.title})
     assert changed.id == plain.id
     assert origin._own_rule(changed) == origin._own_rule(ruled) is not None
+
+
+def test_an_offline_vocab_failure_stated_in_the_failing_line_is_the_environment() -> None:
+    line = "RuntimeError: the frontend cannot load the harmony vocab files in this air-gapped cluster"
+    parsed = parse_input(line)
+    assert parsed.signatures and not parsed.prose  # the statement is the failing line itself
+    assert (classify_origin(parsed, []).side, classify_origin(parsed, []).component) == (
+        "environment",
+        "vocab-download",
+    )
+    assert classify_origin(parse_input(line.replace(" in this air-gapped cluster", "")), []).side != "environment"
+
+
+def test_a_quoted_server_message_stays_the_servers_when_an_app_is_named() -> None:
+    # The app-first rule is for an application showing a field wrongly; an error the server writes,
+    # quoted in the user's sentence, is still what the server did.
+    quoted = parse_input(
+        "In open-webui every gpt-oss chat ends with Expected 2 output messages (reasoning and final), but got 3"
+    )
+    assert quoted.client == "open-webui" and not quoted.signatures
+    assert classify_origin(quoted, []).side == "server"
+    field = parse_input("In open-webui no gpt-oss thinking is shown: it only reads reasoning_content")
+    assert classify_origin(field, []).side == "client"
+
+
+def test_an_application_named_with_its_version_is_the_first_suspect() -> None:
+    assert classify_origin(parse_input("Quillbox 2.4.1 with gpt-oss-20b: answers stop halfway"), []).side == "client"
+    # A version after a platform, an engine or a model names no application.
+    for named in ("CUDA 12.8", "Ollama 0.12.3", "Dynamo 1.4.0", "Qwen 2.5"):
+        side = classify_origin(parse_input(f"{named} with gpt-oss-20b: answers stop halfway"), []).side
+        assert side == "server", named
+
+
+def test_threads_of_an_engine_the_input_does_not_name_vote_half(cards: dict[str, Document]) -> None:
+    hits = _hits(cards, "ollama/ollama#11800", "ollama/ollama#11704")
+    # Two Ollama threads found by words outvote a named application only when Ollama is named too.
+    assert classify_origin(parse_input("Quillbox 2.4.1: gpt-oss tool calls never run"), hits).side == "client"
+    on_ollama = parse_input("Quillbox 2.4.1 on ollama: gpt-oss tool calls never run")
+    assert classify_origin(on_ollama, hits).side == "server"
+
+
+def test_in_a_log_the_failure_names_the_suspects_not_the_start_up_lines(cards: dict[str, Document]) -> None:
+    log = "\n".join(
+        [
+            "(APIServer pid=7) INFO 11-23 10:00:01 [api_server.py:1839] vLLM API server version 0.10.2",
+            "(APIServer pid=7) INFO 11-23 10:00:02 [utils.py:233] non-default args: {'model': 'openai/gpt-oss-20b'}",
+            "(EngineCore_DP0 pid=9) INFO 11-23 10:00:05 [core.py:77] Initializing a V1 LLM engine (v0.10.2)",
+            "(EngineCore_DP0 pid=9) INFO 11-23 10:00:40 [gpu_worker.py:298] Available KV cache memory: 20.1 GiB",
+            "Quillbox 2.4.1 shows every tool call result twice",
+            '(APIServer pid=7) INFO:     127.0.0.1:51234 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+        ]
+    )
+    hits = _hits(cards, "vllm-project/vllm#22337", "vllm-project/vllm#23120")
+    assert classify_origin(parse_input(log), hits).side == "client"
+    named = log.replace("shows every", "on vllm shows every")
+    assert classify_origin(parse_input(named), hits).side == "server"
