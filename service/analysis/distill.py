@@ -39,9 +39,19 @@ _BOILERPLATE_START = re.compile(
 )
 _BOILERPLATE_ANYWHERE = re.compile(
     r"throughput: \d|KV cache usage|Running: \d{1,6} reqs|prefix cache hit rate"
+    r"|(?:Prefill|Decode) batch[.,] #|throughput \(token/s\): \d"  # SGLang's batch metrics
     r'|"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" [23]\d\d'
 )
-_ANYWHERE_LITERALS = ("throughput: ", "KV cache usage", "Running: ", "prefix cache hit rate", " HTTP/")
+_ANYWHERE_LITERALS = (
+    "throughput: ",
+    "KV cache usage",
+    "Running: ",
+    "prefix cache hit rate",
+    " HTTP/",
+    "Prefill batch",
+    "Decode batch",
+    "throughput (token/s): ",
+)
 """One of these is in every match of ``_BOILERPLATE_ANYWHERE``: a line without any is not searched."""
 _INFO_LITERALS = ("INFO", "DEBUG", "[I]")
 """One of these is in every match of ``_INFO``."""

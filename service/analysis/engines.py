@@ -21,7 +21,15 @@ from service.analysis.needles import folded as folded_text
 # Product names as they appear in logs, repository names and thread titles. Order matters only for ties.
 ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("vllm", re.compile(r"\bvllm\b|\(APIServer pid=|\bEngineCore_?\w{0,8} pid=", re.I)),
-    ("sglang", re.compile(r"\bsglang\b|\bsgl[-_](?:project|kernel|router)\b", re.I)),
+    # SGLang's own records name it only in tracebacks: its start-up line and its batch metrics are its own.
+    (
+        "sglang",
+        re.compile(
+            r"\bsglang\b|\bsgl[-_](?:project|kernel|router)\b"
+            r"|server_args=ServerArgs\(|\b(?:Prefill|Decode) batch[.,] #",
+            re.I,
+        ),
+    ),
     ("ollama", re.compile(r"\bollama\b", re.I)),
     ("llama.cpp", re.compile(r"llama\.cpp|llama[-_]cpp|\bllama-server\b|\bggml\b|\bik_llama\b", re.I)),
     ("lm-studio", re.compile(r"\blm ?studio\b|\blmstudio\b|\blms (?:server|load)\b", re.I)),
@@ -62,7 +70,7 @@ SDK_CLIENTS = frozenset({"openai-python", "ollama-python", "httpx", "requests"})
 # (service/analysis/needles.py): on a long log a pattern runs only when its needle is there.
 _NEEDLES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm", "apiserver pid", "enginecore"),
-    "sglang": ("sgl",),
+    "sglang": ("sgl", "serverargs(", "batch"),
     "llama.cpp": ("llama", "ggml"),
     "lm-studio": ("studio", "lms "),
     "tensorrt-llm": ("tensorrt", "trt"),

@@ -245,6 +245,10 @@ def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> s
     strong = [e.text for e in lines if e.weight >= 1.0][:3]
     chosen = strong or [e.text for e in lines if e.kind in {"warning", "notice"}][:3]
     chosen += distilled.prose
+    if not chosen and distilled.is_log_dump:
+        # A log with only weak error lines (a wrapper's "failed to ..."): they still say more about the
+        # failure than the start-up records around them.
+        chosen = [e.text for e in lines][:3]
     if not chosen:
         if distilled.is_log_dump or distilled.dropped:
             chosen = distilled.kept[:20]

@@ -86,3 +86,29 @@ def test_ollama_access_lines_and_llama_cpp_records_are_not_the_users_words() -> 
     out = distill(log)
     assert out.prose == []
     assert out.dropped == 2 and out.log_lines == 4  # the timings line is dropped without a record prefix
+
+
+SGLANG_LOG = """\
+[2026-01-02 03:04:05] server_args=ServerArgs(model_path='openai/gpt-oss-20b', tp_size=2, port=30000)
+[2026-01-02 03:04:06] Using default HuggingFace chat template with detected content format: string
+[2026-01-02 03:04:09 TP0] Load weight end. type=GptOssForCausalLM, dtype=torch.bfloat16, avail mem=40.12 GB
+[2026-01-02 03:04:30 TP0] Prefill batch. #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: 0.01, \
+#running-req: 0, #queue-req: 0
+[2026-01-02 03:04:31 TP0] Decode batch. #running-req: 1, #token: 640, token usage: 0.01, \
+gen throughput (token/s): 84.39, #queue-req: 0
+[2026-01-02 03:04:31] INFO:     127.0.0.1:40052 - "POST /v1/chat/completions HTTP/1.1" 200 OK
+"""
+
+
+def test_sglang_batch_metrics_are_boilerplate() -> None:
+    out = distill(SGLANG_LOG)
+    assert out.dropped == 3  # the two batch records and the access line
+    assert not any("batch" in line for line in out.kept)
+
+
+def test_a_log_whose_only_error_line_is_weak_queries_that_line_not_the_start_up_records() -> None:
+    weak = "[Bug] gpt-oss-20b on an RTX 5090: the worker hit an exception while packing FlashInfer MXFP4 MoE weights"
+    parsed = parse_input(SGLANG_LOG + weak + "\n")
+    assert parsed.evidence and all(e.weight < 1.0 for e in parsed.evidence)
+    assert "packing FlashInfer MXFP4 MoE weights" in parsed.query_text
+    assert "server_args" not in parsed.query_text

@@ -82,3 +82,17 @@ def test_a_synced_server_repository_becomes_an_engine() -> None:
     engines = ThreadEngines.from_documents(docs)
     assert engines.server_names == frozenset({"zapserve"})
     assert engines.engine["acme/zapserve#1"] == "zapserve"
+
+
+def test_an_sglang_log_names_sglang_by_its_own_records() -> None:
+    # SGLang's start-up and batch records never say "sglang"; its server_args line and batch metrics do.
+    log = "\n".join(
+        [
+            "[2026-01-02 03:04:05] server_args=ServerArgs(model_path='openai/gpt-oss-20b', tp_size=2)",
+            "[2026-01-02 03:04:09 TP0] Load weight end. type=GptOssForCausalLM, dtype=torch.bfloat16",
+            "[2026-01-02 03:05:00 TP0] Decode batch. #running-req: 3, #token: 900, token usage: 0.01, "
+            "gen throughput (token/s): 84.39, #queue-req: 0",
+        ]
+    )
+    assert detect_engines(log) == ["sglang"]
+    assert detect_engines("[2026-01-02 03:04:09 TP0] Load weight end. type=GptOssForCausalLM") == []

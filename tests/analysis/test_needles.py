@@ -42,6 +42,7 @@ EXAMPLES = [
     "openai-harmony==0.0.4", "openai_harmony 0.0.4", "transformers==4.55.0", "torch 2.8.0", "torch==2.8.0",
     "triton 3.4.0", "sglang==0.5.0", "ollama version is 0.11.4", "vllm-mlx 0.3.2", "CUDA Version: 12.8",
     "CUDA 12.8", "LM Studio", "lmstudio", "lms server", "lms load", "httpx.ReadTimeout", "ray-project/llmperf",
+    "server_args=ServerArgs(model_path='x')", "Prefill batch. #new-seq: 1", "Decode batch, #running-req: 2",
 ]  # fmt: skip
 
 
@@ -108,6 +109,8 @@ DISTILL_EXAMPLES = [
     "Avg prompt throughput: 0.0 tokens/s", "GPU KV cache usage: 0.0%", "Running: 1 reqs, Waiting: 0 reqs",
     "prefix cache hit rate: 0.0%", 'INFO:     127.0.0.1:5 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
     "INFO 08-21 09:00:00 [api_server.py:1] ok", "[INFO] ok", "level=INFO msg=ok", "DEBUG ok", "[I] ok",
+    "[2026-01-02 03:04:05 TP0] Prefill batch, #new-seq: 1", "[2026-01-02 03:04:05] Decode batch. #running-req: 1",
+    "token usage: 0.01, gen throughput (token/s): 84.39, #queue-req: 0",
 ]  # fmt: skip
 
 
