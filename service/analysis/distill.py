@@ -25,7 +25,10 @@ MAX_PROSE_CHARS = 600
 # A line that starts like a log record: a timestamp, a level, a process tag or a container prefix.
 _DECORATED = re.compile(
     r"^\s{0,8}(?:\(\w[\w ]{0,40}pid=\d|\[?\d{2,4}[-/:]\d\d|\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b"
-    r"|time=|level=|[\w.-]{1,40} {0,12}\| |\[[\w .:/-]{1,40}\] |[A-Z][a-z]{2} [ \d]\d \d\d:"
+    r"|time=|level=|[\w.-]{1,40} {0,12}\| |[A-Z][a-z]{2} [ \d]\d \d\d:"
+    # A bracketed source, logger or level tag (``[api_server.py:1839]``, ``[TP0]``, ``[GIN] 2025/..``,
+    # ``[I]``); a bracketed word before plain words is an issue title's tag (``[Bug] ...``), not a record.
+    r"|\[(?=[^\]]{0,40}[\d.:/_-])[\w .:/-]{1,40}\] |\[[A-Za-z ]{1,40}\] (?=\d)|\[[A-Z]\] "
     # A C-style "function: message" record (llama.cpp: ``srv    load_model: ...``, ``ggml_cuda_init: ...``).
     r"|[a-z]{2,12} {1,12}[a-z_]{2,40}: |[a-z][a-z0-9]{1,20}_[a-z0-9_]{1,40}: |[a-z]{2,12}: )"
 )
@@ -85,6 +88,9 @@ class Distilled:
     """Boilerplate lines dropped (INFO/DEBUG records, metrics, access logs with 2xx/3xx, env dumps)."""
     kept: list[str] = field(default_factory=list)
     """Lines neither boilerplate nor prose (commands, warnings, context) in input order, capped."""
+    plain: list[str] = field(default_factory=list)
+    """The kept lines that neither start like a log record nor continue one (indented): text the user
+    wrote or pasted among the records (a command with a remark, a title, a quoted reply), in input order."""
 
     @property
     def is_log_dump(self) -> bool:
@@ -132,4 +138,6 @@ def distill(text: str) -> Distilled:
             continue
         if len(out.kept) < 200:
             out.kept.append(line.strip())
+            if not decorated and not line[:1].isspace():  # an indented line continues the record above
+                out.plain.append(line.strip())
     return out

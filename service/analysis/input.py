@@ -251,7 +251,9 @@ def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> s
         chosen = [e.text for e in lines][:3]
     if not chosen:
         if distilled.is_log_dump or distilled.dropped:
-            chosen = distilled.kept[:20]
+            # In a log, the text the user put among the records says more than the records do.
+            plain = set(distilled.plain)
+            chosen = [*distilled.plain, *(line for line in distilled.kept if line not in plain)][:20]
         else:
             return text.strip()[:MAX_QUERY_CHARS]
     return "\n".join(chosen)[:MAX_QUERY_CHARS]

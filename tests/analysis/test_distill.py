@@ -112,3 +112,33 @@ def test_a_log_whose_only_error_line_is_weak_queries_that_line_not_the_start_up_
     assert parsed.evidence and all(e.weight < 1.0 for e in parsed.evidence)
     assert "packing FlashInfer MXFP4 MoE weights" in parsed.query_text
     assert "server_args" not in parsed.query_text
+
+
+LLAMA_CPP_START = """\
+ggml_cuda_init: found 1 CUDA devices:
+  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes
+build: 6500 (1a2b3c4d) with cc (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0 for x86_64-linux-gnu
+main: loading model
+llama_model_loader: - kv   0:                 general.architecture str = gpt-oss
+print_info: file type   = MXFP4 MoE
+load_tensors: offloaded 25/25 layers to GPU
+srv  update_slots: all slots are idle
+prompt eval time =    411.10 ms /   902 tokens (    0.46 ms per token,  2194.11 tokens per second)
+       eval time =   5120.32 ms /   388 tokens (   13.20 ms per token,    75.78 tokens per second)
+"""
+
+
+def test_in_a_log_the_users_own_line_leads_the_query_over_start_up_records() -> None:
+    # A remark that is neither a sentence nor an error line (it starts with a command name) is still what
+    # the user added among the records: it comes before them in the query.
+    remark = "llama-server --jinja with gpt-oss-20b.gguf: the answer repeats the analysis text after every turn"
+    parsed = parse_input(LLAMA_CPP_START + remark + "\n" + LLAMA_CPP_START)
+    assert not parsed.prose and not parsed.evidence
+    assert parsed.query_text.startswith(remark)
+
+
+def test_an_issue_titles_tag_is_not_a_log_record() -> None:
+    title = "[Bug] the 20b model repeats its analysis text after every turn with llama-server --jinja"
+    assert distill(LLAMA_CPP_START + title).plain[-1] == title
+    records = ["[api_server.py:1839] x", "[GIN] 2025/08/21 - 10:00:00 | 200 | 1ms", "[I] loading", "[TP0] ready"]
+    assert distill("\n".join(records)).log_lines == len(records)
