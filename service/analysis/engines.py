@@ -70,7 +70,7 @@ SDK_CLIENTS = frozenset({"openai-python", "ollama-python", "httpx", "requests"})
 # (service/analysis/needles.py): on a long log a pattern runs only when its needle is there.
 _NEEDLES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm", "apiserver pid", "enginecore"),
-    "sglang": ("sgl", "serverargs(", "batch"),
+    "sglang": ("sgl", "serverargs(", "prefill batch", "decode batch"),
     "llama.cpp": ("llama", "ggml"),
     "lm-studio": ("studio", "lms "),
     "tensorrt-llm": ("tensorrt", "trt"),
