@@ -16,6 +16,7 @@ import json
 import random
 import re
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -261,6 +262,40 @@ def evaluate_outside(
                 if name == "pipeline" and split == "tune":
                     out["misses"][f"{split}/{variant}"] = metrics.misses  # held-out misses stay unseen
             out.setdefault(split, {})[variant] = row
+    return out
+
+
+def evaluate_outside_formats(
+    pipeline: Callable[[Query], Outcome],
+    *,
+    limit: int | None = None,
+    path: Path = OUTSIDE_FILE,
+) -> dict[str, Any]:
+    """The pipeline on the outside set's positives of each split, buried in each log format of ``LOGS``.
+
+    A user may paste the same failure inside any engine's log, so a distiller gap for one format shows
+    here even when no record of that engine exists. One row per split and format (positives, hit@1,
+    hit@5, MRR@10), and per split the lowest hit@1 over the formats with the formats that have it.
+    Reporting only, not a target; no misses are recorded, of either split. ``limit`` keeps an even sample
+    of at most that many positives per split (the bench's ``--quick``).
+    """
+    from bench.outside_log import LOGS, in_format
+    from bench.phases import subset
+
+    started = time.perf_counter()
+    engine_of = engines(load_records(path))
+    out: dict[str, Any] = {"file": str(path.name), "formats": list(LOGS), "rows": [], "min_hit1": {}}
+    for split in SPLITS:
+        positives = subset([q for q in load_outside(split, path) if q.relevant], limit)
+        rows = []
+        for family in LOGS:
+            metrics = evaluate(in_format(positives, engine_of, family), pipeline).as_dict()  # misses dropped
+            rows.append({"split": split, "format": family, **{k: metrics[k] for k in ("n", "hit1", "hit5", "mrr10")}})
+        out["rows"] += rows
+        if positives:
+            low = min(row["hit1"] for row in rows)
+            out["min_hit1"][split] = {"hit1": low, "formats": [row["format"] for row in rows if row["hit1"] == low]}
+    out["seconds"] = round(time.perf_counter() - started, 1)
     return out
 
 

@@ -452,3 +452,22 @@ def bury(query: Query, engine: str | None, *, seed: int = LOG_SEED, lines: int =
 def in_log(queries: Sequence[Query], engines: dict[str, str | None], *, seed: int = LOG_SEED) -> list[Query]:
     """The in-log variant of each query (same id, labels and expectations; the text buried in a log)."""
     return [replace(q, text=bury(q, engines.get(q.id), seed=seed)) for q in queries]
+
+
+def engine_in_format(family: str, engine: str | None) -> str | None:
+    """The engine to bury a query under so that its log is in ``family``'s format.
+
+    The query's own engine when it writes that format (so the cell of its own format repeats the in-log
+    variant's text, a Python server keeping its name), else the family's name, which ``log_format`` maps
+    to itself.
+    """
+    if family not in LOGS:
+        raise ValueError(f"unknown log format {family!r}; use one of {', '.join(LOGS)}")
+    return engine if log_format(engine) == family else family
+
+
+def in_format(
+    queries: Sequence[Query], engines: dict[str, str | None], family: str, *, seed: int = LOG_SEED
+) -> list[Query]:
+    """Each query buried in a log of ``family``'s format (one of ``LOGS``), whatever engine its record names."""
+    return [replace(q, text=bury(q, engine_in_format(family, engines.get(q.id)), seed=seed)) for q in queries]

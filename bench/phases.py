@@ -147,7 +147,8 @@ def quality(
     data_dir: Path, *, limit: int | None, profile_to: Path | None
 ) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
     """Metrics of the full pipeline and both baselines per eval set, the outside set (pipeline and
-    BM25, per split and variant, ``bench/outside.py``), the silver tuning set (pipeline and BM25,
+    BM25, per split and variant, ``bench/outside.py``), its positives in every engine's log format
+    (pipeline, per split), the silver tuning set (pipeline and BM25,
     pasted and in-log); then stage timings and a profile.
 
     Returns (quality by set, the distinct (kind, text) inputs, engine report: embedder name,
@@ -173,9 +174,10 @@ def quality(
                 "dense": evaluate(queries, dense).as_dict(),
                 "pipeline_misses": mine.misses,
             }
-        from bench.outside import evaluate_outside, evaluate_silver
+        from bench.outside import evaluate_outside, evaluate_outside_formats, evaluate_silver
 
         out["outside"] = evaluate_outside({"pipeline": pipeline, "bm25": bm25}, limit=limit)
+        out["outside_formats"] = evaluate_outside_formats(pipeline, limit=limit)
         out["silver"] = evaluate_silver({"pipeline": pipeline, "bm25": bm25}, limit=limit)
         texts = eval_texts(limit)
         report: dict[str, Any] = {"embedder": getattr(engine.embedder, "name", type(engine.embedder).__name__)}

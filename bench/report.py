@@ -207,6 +207,27 @@ def _outside_rows(r: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def _formats_rows(r: dict[str, Any]) -> list[list[Any]]:
+    """The outside set's positives per split and log format, then per split the lowest hit@1."""
+    cell = _get(r, "quality", "outside_formats") or {}
+    rows = [
+        [x.get("split"), x.get("format"), x.get("n"), _fmt(x.get("hit1")), _fmt(x.get("hit5")), _fmt(x.get("mrr10"))]
+        for x in cell.get("rows") or []
+    ]
+    for split, low in (cell.get("min_hit1") or {}).items():
+        rows.append(
+            [
+                split,
+                "lowest hit@1 over formats",
+                "",
+                f"{_fmt(low.get('hit1'))} ({', '.join(low.get('formats', []))})",
+                "",
+                "",
+            ]
+        )
+    return rows
+
+
 def _brief(value: Any) -> str:
     """A summary dict as ``key=value`` pairs of its scalar fields; anything else as text."""
     if isinstance(value, dict):
@@ -314,6 +335,19 @@ def markdown(r: dict[str, Any]) -> str:
             "`pasted` is the error or symptom as the user gave it; `in-log` is the same inside ~120 lines of its "
             "engine's ordinary log (`bench/outside_log.py`). Tune on `tune` only; `heldout` is the figure "
             "that counts.",
+            "",
+        ]
+
+    formats_rows = _formats_rows(r)
+    if formats_rows:
+        lines += ["## Outside set in every engine's log format (pipeline; reporting only, not a target)", ""]
+        lines += _table(["split", "log format", "positives", "hit@1", "hit@5", "MRR@10"], formats_rows)
+        seconds = _get(r, "quality", "outside_formats", "seconds")
+        lines += [
+            "The outside set's positives of each split, each buried in ~120 lines of every log format of "
+            "`bench/outside_log.py` (whatever engine its report names; a query's own format gives its `in-log` "
+            "text). A format far below the others points at a gap in reading that engine's log. No misses are "
+            f"recorded. Took {_fmt(seconds, ' s')}.",
             "",
         ]
 

@@ -16,7 +16,7 @@ import pytest
 
 from bench import speed
 from bench.load import big_log, concurrent, interleaved, interleaved_many, percentile, summarize
-from bench.quality import PipelineSystem, Query
+from bench.quality import Outcome, PipelineSystem, Query
 from bench.report import markdown, targets
 from bench.run import parse_args
 from bench.served import BIG_EVERY, load_mix, rss_report
@@ -482,3 +482,63 @@ def test_a_new_batch_of_outside_records_leaves_earlier_splits_where_they_were() 
     # A batch without a seed is refused rather than drawn with some default.
     bad = [*records[:-1], dict(records[-1], batch=99)]
     assert any("no seed" in p for p in validate(bad, [c.id for c in bundled_cards()]))
+
+
+def test_outside_formats_give_one_row_per_split_and_format_and_record_no_query(tmp_path: Any) -> None:
+    """Every positive of each split buried in each of the seven log formats; negatives left out; the
+    output names no query (no misses, held-out or tune); the lowest hit@1 names its format."""
+    from bench.outside import SPLITS, evaluate_outside_formats, load_outside
+    from bench.outside_log import LOGS, in_format, in_log
+
+    def record(qid: str, split: str, engine: str | None, relevant: list[str]) -> dict[str, Any]:
+        expect: dict[str, Any] = {"engine": engine} if relevant else {"no_match": True}
+        return {
+            "id": qid,
+            "split": split,
+            "category": "error" if relevant else "negative-unrelated",
+            "query": f"RuntimeError: failure number {qid}",
+            "relevant": relevant,
+            "expect": expect,
+        }
+
+    path = tmp_path / "outside.jsonl"
+    records = [
+        record("out901", "tune", "mlx", ["o/r#1"]),
+        record("out902", "heldout", None, ["o/r#2"]),
+        record("out903", "tune", "ollama", []),
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    seen: list[str] = []
+
+    def system(q: Query) -> Outcome:
+        seen.append(q.text)
+        missed = "[GIN]" in q.text  # ollama's access lines: this stub ranks the label second there
+        return Outcome(ranked=["o/r#9", *q.relevant] if missed else q.relevant)
+
+    out = evaluate_outside_formats(system, path=path)
+    assert [(row["split"], row["format"]) for row in out["rows"]] == [(s, f) for s in SPLITS for f in LOGS]
+    for row in out["rows"]:
+        want = (0.0, 1.0, 0.5) if row["format"] == "ollama" else (1.0, 1.0, 1.0)
+        assert (row["n"], row["hit1"], row["hit5"], row["mrr10"]) == (1, *want), row
+    assert out["min_hit1"] == {s: {"hit1": 0.0, "formats": ["ollama"]} for s in SPLITS}
+    assert len(seen) == 2 * len(LOGS) and not any("out903" in text for text in seen)  # positives only
+    assert sum("[GIN]" in t for t in seen) == 2 and sum("mlx_lm.server" in t for t in seen) == 1
+    dumped = json.dumps(out)
+    assert not any(r["id"] in dumped or r["query"] in dumped for r in records)
+    queries = load_outside("tune", path)[:1]
+    engine_of = {"out901": "mlx"}
+    assert in_format(queries, engine_of, "python") == in_log(queries, engine_of)  # own format: the in-log text
+    assert in_format(queries, engine_of, "vllm") != in_log(queries, engine_of)
+    with pytest.raises(ValueError, match="unknown log format"):
+        in_format(queries, engine_of, "mlx")
+    records.append(record("out904", "tune", "vllm", ["o/r#3"]))
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    limited = evaluate_outside_formats(system, limit=1, path=path)
+    assert {row["n"] for row in limited["rows"]} == {1}
+    r = _results(quality={"outside_formats": out})
+    text = markdown(r)
+    assert "## Outside set in every engine's log format" in text
+    assert (
+        "| heldout | ollama | 1 | 0 | 1 | 0.5 |" in text
+        and "| tune | lowest hit@1 over formats |  | 0 (ollama) |" in text
+    )
