@@ -90,6 +90,30 @@ def assign_splits(records: Sequence[dict[str, Any]], seed: int = SPLIT_SEED) -> 
     return out
 
 
+def _thread_problems(
+    r: dict[str, Any], qid: str, cards: set[str], seen_ids: set[str], seen_reports: set[str]
+) -> list[str]:
+    """What is wrong with one record's id and thread: a repeated id, a malformed or repeated report, a
+    report that is a bundled card, a source URL that is not that thread (``seen_*`` are updated)."""
+    problems = []
+    if qid in seen_ids:
+        problems.append(f"{qid}: duplicate query id")
+    seen_ids.add(qid)
+    report = str(r.get("report", ""))
+    if not REPORT_ID.match(report):
+        problems.append(f"{qid}: report {report!r} is not owner/repo#N")
+    if report in cards:
+        problems.append(f"{qid}: report {report} is a bundled card, not an outside thread")
+    if report in seen_reports:
+        problems.append(f"{qid}: report {report} appears twice")
+    seen_reports.add(report)
+    owner_repo, _, number = report.partition("#")
+    source = str(r.get("source", ""))
+    if not source.startswith(f"https://github.com/{owner_repo}/") or not source.endswith(f"/{number}"):
+        problems.append(f"{qid}: source {source!r} does not point at {report}")
+    return problems
+
+
 def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list[str]:
     """Every problem with the set, as sentences; an empty list means the file is sound."""
     cards = set(card_ids)
@@ -97,23 +121,8 @@ def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list
     seen_ids: set[str] = set()
     seen_reports: set[str] = set()
     for r in records:
-        qid = r.get("id", "?")
-        if qid in seen_ids:
-            problems.append(f"{qid}: duplicate query id")
-        seen_ids.add(qid)
-        report = r.get("report", "")
-        if not REPORT_ID.match(report):
-            problems.append(f"{qid}: report {report!r} is not owner/repo#N")
-        if report in cards:
-            problems.append(f"{qid}: report {report} is a bundled card, not an outside thread")
-        if report in seen_reports:
-            problems.append(f"{qid}: report {report} appears twice")
-        seen_reports.add(report)
-        owner_repo, _, number = report.partition("#")
-        if not str(r.get("source", "")).startswith(f"https://github.com/{owner_repo}/") or not str(
-            r.get("source", "")
-        ).endswith(f"/{number}"):
-            problems.append(f"{qid}: source {r.get('source')!r} does not point at {report}")
+        qid = str(r.get("id", "?"))
+        problems += _thread_problems(r, qid, cards, seen_ids, seen_reports)
         if r.get("category") not in CATEGORIES:
             problems.append(f"{qid}: unknown category {r.get('category')!r}")
         if not str(r.get("query", "")).strip():
@@ -163,23 +172,9 @@ def validate_silver(
         qid = str(r.get("id", "?"))
         if not SILVER_ID.match(qid):
             problems.append(f"{qid}: id is not silNNN")
-        if qid in seen_ids:
-            problems.append(f"{qid}: duplicate query id")
-        seen_ids.add(qid)
-        report = str(r.get("report", ""))
-        if not REPORT_ID.match(report):
-            problems.append(f"{qid}: report {report!r} is not owner/repo#N")
-        if report in cards:
-            problems.append(f"{qid}: report {report} is a bundled card, not an outside thread")
-        if report in outside:
-            problems.append(f"{qid}: report {report} is already in the outside set")
-        if report in seen_reports:
-            problems.append(f"{qid}: report {report} appears twice")
-        seen_reports.add(report)
-        owner_repo, _, number = report.partition("#")
-        source = str(r.get("source", ""))
-        if not source.startswith(f"https://github.com/{owner_repo}/") or not source.endswith(f"/{number}"):
-            problems.append(f"{qid}: source {source!r} does not point at {report}")
+        problems += _thread_problems(r, qid, cards, seen_ids, seen_reports)
+        if str(r.get("report", "")) in outside:
+            problems.append(f"{qid}: report {r.get('report')} is already in the outside set")
         if r.get("category") not in ("error", "symptom"):
             problems.append(f"{qid}: category {r.get('category')!r} is not error or symptom")
         query = str(r.get("query", ""))
