@@ -1,12 +1,13 @@
 """Fit the ranking and confidence constants (``service.calibration.Calibration``) on labelled queries.
 
-Tuning data: ``dev.jsonl``, ``dev-hard.jsonl`` and the outside set's ``tune`` half. The outside set's
-``heldout`` half is only scored, with the fitted values, and only as aggregate figures: its texts and
+Tuning data: ``dev.jsonl``, ``dev-hard.jsonl``, the outside set's ``tune`` half as pasted and buried in
+its engine's log, and the silver set (``bench/outside/silver.jsonl``). The outside set's ``heldout`` half
+is only scored, with the fitted values, and only as aggregate figures: its texts and
 per-query results are never printed, so nothing can be tuned to it.
 
 The search is coordinate descent from the current values: each constant in turn takes the candidate
-value that scores best with the others fixed, twice over, and only when it gains at least MIN_GAIN
-(a smaller gain is one query moving a rank, which the held-out half showed to be noise). The
+value that scores best with the others fixed, twice over, and only when it gains at least min_gain()
+(two queries' worth of rank; one query moving a rank is noise). The
 objective rewards the right thread first and in the top 5, answers without "high" on negatives, and
 punishes a wrong "high" hardest:
 
@@ -88,14 +89,22 @@ class _Scorer:
         self.engine.close()
 
 
-MIN_GAIN = 0.005
-"""A move must raise the objective by this much: smaller gains are one query's rank, i.e. noise."""
+MIN_QUERIES = 2.0
+"""A move must gain what this many queries moving from second to first would: one query's rank is noise."""
+
+
+def min_gain(tune: Sequence[Sequence[Query]]) -> float:
+    """The objective gain of ``MIN_QUERIES`` positives moving from rank 2 to rank 1 (hit@1 +1/n, MRR@10
+    +0.5/n at half weight), so the bar stays a number of queries as the tuning sets grow."""
+    n = sum(1 for queries in tune for q in queries if q.relevant) or 1
+    return MIN_QUERIES * 1.25 / n
 
 
 def fit(scorer: _Scorer, tune: Sequence[Sequence[Query]], rounds: int = 2) -> tuple[Calibration, float]:
     """Coordinate descent over ``GRID`` from the current calibration."""
     best = CALIBRATION
     best_score = objective(scorer.score(best, tune))
+    bar = min_gain(tune)
     for _ in range(rounds):
         moved = False
         for name, values in GRID.items():
@@ -105,7 +114,7 @@ def fit(scorer: _Scorer, tune: Sequence[Sequence[Query]], rounds: int = 2) -> tu
                 change: dict[str, Any] = {name: value}
                 candidate = replace(best, **change)
                 score = objective(scorer.score(candidate, tune))
-                if score > best_score + MIN_GAIN:
+                if score > best_score + bar:
                     best, best_score, moved = candidate, score, True
         if not moved:
             break
@@ -125,11 +134,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="Write the fitted values and figures as JSON here.")
     args = parser.parse_args(argv)
 
-    tune_names = ["dev", "dev-hard", "outside-tune"]
+    from bench.outside import engines, load_records, load_silver
+    from bench.outside_log import in_log
+
+    outside_tune = load_outside("tune")
+    tune_names = ["dev", "dev-hard", "outside-tune", "outside-tune-in-log", "silver"]
     tune = [
         load_queries("dev.jsonl", args.eval_dir),
         load_queries("dev-hard.jsonl", args.eval_dir),
-        load_outside("tune"),
+        outside_tune,
+        in_log(outside_tune, engines(load_records())),
+        load_silver(),
     ]
     heldout = load_outside("heldout")
     scorer = _Scorer(args.data_dir)

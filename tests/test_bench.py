@@ -542,3 +542,21 @@ def test_outside_formats_give_one_row_per_split_and_format_and_record_no_query(t
         "| heldout | ollama | 1 | 0 | 1 | 0.5 |" in text
         and "| tune | lowest hit@1 over formats |  | 0 (ollama) |" in text
     )
+
+
+def test_a_fitted_move_must_gain_two_queries_worth_of_rank() -> None:
+    from bench.calibrate import min_gain, objective
+    from bench.quality import Outcome, evaluate
+
+    queries = [Query(str(i), "exact", "x", [f"r/r#{i}"], None, [], False) for i in range(40)]
+    negative = [Query("n", "negative", "z", [], None, [], True)]
+    first = {q.id: Outcome(ranked=[f"r/r#{q.id}"]) for q in queries}
+    second = {q.id: Outcome(ranked=["r/r#999", f"r/r#{q.id}"]) for q in queries}
+
+    def score(moved: int) -> float:
+        answers = {**second, **{q.id: first[q.id] for q in queries[:moved]}, "n": Outcome(ranked=[])}
+        return objective([evaluate(queries + negative, lambda q: answers[q.id])])
+
+    bar = min_gain([queries, negative])
+    assert bar == pytest.approx(2 * 1.25 / 40)  # negatives do not count: they have no rank to gain
+    assert score(1) - score(0) < bar <= score(2) - score(0) + 1e-12
