@@ -18,7 +18,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,17 @@ def assign_splits(records: Sequence[dict[str, Any]], seed: int = SPLIT_SEED) -> 
     return out
 
 
+def _each_record(
+    records: Sequence[dict[str, Any]], cards: set[str]
+) -> Iterator[tuple[dict[str, Any], str, list[str]]]:
+    """Each record with its id and what is wrong with its id and thread (both validators start so)."""
+    seen_ids: set[str] = set()
+    seen_reports: set[str] = set()
+    for r in records:
+        qid = str(r.get("id", "?"))
+        yield r, qid, _thread_problems(r, qid, cards, seen_ids, seen_reports)
+
+
 def _thread_problems(
     r: dict[str, Any], qid: str, cards: set[str], seen_ids: set[str], seen_reports: set[str]
 ) -> list[str]:
@@ -118,11 +129,8 @@ def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list
     """Every problem with the set, as sentences; an empty list means the file is sound."""
     cards = set(card_ids)
     problems: list[str] = []
-    seen_ids: set[str] = set()
-    seen_reports: set[str] = set()
-    for r in records:
-        qid = str(r.get("id", "?"))
-        problems += _thread_problems(r, qid, cards, seen_ids, seen_reports)
+    for r, qid, found in _each_record(records, cards):
+        problems += found
         if r.get("category") not in CATEGORIES:
             problems.append(f"{qid}: unknown category {r.get('category')!r}")
         if not str(r.get("query", "")).strip():
@@ -166,13 +174,10 @@ def validate_silver(
     cards = set(card_ids)
     outside = set(outside_reports)
     problems: list[str] = []
-    seen_ids: set[str] = set()
-    seen_reports: set[str] = set()
-    for r in records:
-        qid = str(r.get("id", "?"))
+    for r, qid, found in _each_record(records, cards):
         if not SILVER_ID.match(qid):
             problems.append(f"{qid}: id is not silNNN")
-        problems += _thread_problems(r, qid, cards, seen_ids, seen_reports)
+        problems += found
         if str(r.get("report", "")) in outside:
             problems.append(f"{qid}: report {r.get('report')} is already in the outside set")
         if r.get("category") not in ("error", "symptom"):
