@@ -125,6 +125,17 @@ def _thread_problems(
     return problems
 
 
+def _label_problems(qid: str, relevant: Iterable[str], cards: set[str]) -> list[str]:
+    """Labels that are not ``owner/repo#N`` or not a bundled card."""
+    problems = []
+    for label in relevant:
+        if not REPORT_ID.match(label):
+            problems.append(f"{qid}: label {label!r} is not owner/repo#N")
+        elif label not in cards:
+            problems.append(f"{qid}: label {label} is not a bundled card")
+    return problems
+
+
 def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list[str]:
     """Every problem with the set, as sentences; an empty list means the file is sound."""
     cards = set(card_ids)
@@ -142,11 +153,7 @@ def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list
             problems.append(f"{qid}: a negative needs relevant [] and expect.no_match true")
         if not negative and (not relevant or expect.get("no_match")):
             problems.append(f"{qid}: a positive needs relevant card ids and no expect.no_match")
-        for label in relevant:
-            if not REPORT_ID.match(label):
-                problems.append(f"{qid}: label {label!r} is not owner/repo#N")
-            elif label not in cards:
-                problems.append(f"{qid}: label {label} is not a bundled card")
+        problems += _label_problems(qid, relevant, cards)
         if expect.get("side") is not None and expect["side"] not in SIDES:
             problems.append(f"{qid}: unknown side {expect['side']!r}")
         if r.get("split") not in SPLITS:
@@ -193,13 +200,10 @@ def validate_silver(
         relevant = r.get("relevant") or []
         if not relevant:
             problems.append(f"{qid}: no relevant card")
+        problems += _label_problems(qid, relevant, cards)
         for label in relevant:
-            if not REPORT_ID.match(label):
-                problems.append(f"{qid}: label {label!r} is not owner/repo#N")
-                continue
-            if label not in cards:
-                problems.append(f"{qid}: label {label} is not a bundled card")
-            if re.search(rf"(?<![0-9]){re.escape(label.partition('#')[2])}(?![0-9])", query):
+            number = label.partition("#")[2]
+            if number and re.search(rf"(?<![0-9]){re.escape(number)}(?![0-9])", query):
                 problems.append(f"{qid}: query names the number of its label {label}")
         expect = r.get("expect") or {}
         if expect.get("no_match"):
@@ -246,7 +250,6 @@ def evaluate_outside(
     ``systems`` maps a name to a callable as in :func:`bench.quality.evaluate`; ``limit`` keeps an
     even sample of at most that many queries per split (the bench's ``--quick``).
     """
-    from bench.outside_log import in_log
     from bench.phases import subset
 
     records = load_records(path)
@@ -254,15 +257,28 @@ def evaluate_outside(
     out: dict[str, Any] = {"file": str(path.name), "misses": {}}
     for split in SPLITS:
         pasted = subset(load_outside(split, path), limit)
-        for variant, queries in (("pasted", pasted), ("in-log", in_log(pasted, engine_of))):
-            row: dict[str, Any] = {"queries": len(queries)}
-            for name, system in systems.items():
-                metrics = evaluate(queries, system)
-                row[name] = metrics.as_dict()
-                if name == "pipeline" and split == "tune":
-                    out["misses"][f"{split}/{variant}"] = metrics.misses  # held-out misses stay unseen
+        for variant, row, misses in _pasted_and_in_log(pasted, engine_of, systems):
+            if split == "tune":
+                out["misses"][f"{split}/{variant}"] = misses  # held-out misses stay unseen
             out.setdefault(split, {})[variant] = row
     return out
+
+
+def _pasted_and_in_log(
+    pasted: Sequence[Query], engine_of: dict[str, str | None], systems: dict[str, Callable[[Query], Outcome]]
+) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
+    """Per variant (pasted, then buried in its engine's log): each system's metrics, and the pipeline's misses."""
+    from bench.outside_log import in_log
+
+    for variant, queries in zip(VARIANTS, (pasted, in_log(pasted, engine_of)), strict=True):
+        row: dict[str, Any] = {"queries": len(queries)}
+        misses: list[str] = []
+        for name, system in systems.items():
+            metrics = evaluate(queries, system)
+            row[name] = metrics.as_dict()
+            if name == "pipeline":
+                misses = metrics.misses
+        yield variant, row, misses
 
 
 def evaluate_outside_formats(
@@ -309,19 +325,12 @@ def evaluate_silver(
 
     The silver set is for tuning, so its misses are recorded (like the outside set's tune half).
     """
-    from bench.outside_log import in_log
     from bench.phases import subset
 
-    records = load_records(path)
     pasted = subset(load_silver(path), limit)
     out: dict[str, Any] = {"file": str(path.name), "misses": {}}
-    for variant, queries in (("pasted", pasted), ("in-log", in_log(pasted, engines(records)))):
-        row: dict[str, Any] = {"queries": len(queries)}
-        for name, system in systems.items():
-            metrics = evaluate(queries, system)
-            row[name] = metrics.as_dict()
-            if name == "pipeline":
-                out["misses"][variant] = metrics.misses
+    for variant, row, misses in _pasted_and_in_log(pasted, engines(load_records(path)), systems):
+        out["misses"][variant] = misses
         out[variant] = row
     return out
 

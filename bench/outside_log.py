@@ -470,4 +470,4 @@ def in_format(
     queries: Sequence[Query], engines: dict[str, str | None], family: str, *, seed: int = LOG_SEED
 ) -> list[Query]:
     """Each query buried in a log of ``family``'s format (one of ``LOGS``), whatever engine its record names."""
-    return [replace(q, text=bury(q, engine_in_format(family, engines.get(q.id)), seed=seed)) for q in queries]
+    return in_log(queries, {q.id: engine_in_format(family, engines.get(q.id)) for q in queries}, seed=seed)

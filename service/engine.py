@@ -261,7 +261,7 @@ class LookupEngine:
             server = snap.retriever.engines.named_server(text)
             if server is not None:
                 by_name = snap.retriever.engines.named_server
-                failure = parsed.named_by_failure([server], lambda t: [n] if (n := by_name(t)) else [])
+                failure = parsed.named_by_failure([server], lambda t: [by_name(t)])
                 parsed = parsed.model_copy(update={"engines": [server], "failure_engines": failure})
         if budget.allows("search"):
             result = self._search(snap, parsed, top_k, repos)

@@ -7,7 +7,7 @@ costs milliseconds, not seconds.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -63,7 +63,7 @@ class ParsedInput(BaseModel):
         """What names the failure itself: the failing lines and the user's sentences (no log context)."""
         return "\n".join([*[e.text for e in self.evidence if e.weight >= 1.0][:5], *self.prose])
 
-    def named_by_failure(self, engines: list[str], named: Callable[[str], list[str]]) -> list[str]:
+    def named_by_failure(self, engines: list[str], named: Callable[[str], Sequence[str | None]]) -> list[str]:
         """Which of ``engines`` the failure names: all of them, unless the input is a log whose failing
         lines and sentences (``named`` reads their names) leave some only to the records around them."""
         if not self.log_dump or not engines:

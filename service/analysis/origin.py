@@ -349,7 +349,6 @@ def _hit_side(doc: Document) -> tuple[Side, str] | None:
     return side, doc.component or "other"
 
 
-_ENGINE = re.compile(r"\bvllm\b|\bollama\b|\bsglang\b|llama\.cpp|tensorrt-llm|\bmlx\b|lm ?studio", re.I)
 _CLIENT_APP = re.compile(
     r"\bcodex\b|\bcrew ?ai\b|\bcline\b|\bcontinue\.dev\b|\bopen-?webui\b|\blangchain\b|\blitellm\b"
     r"|pydantic-ai|openai-agents|agents sdk|llama-stack|\bsmolagents\b|\bautogen\b|\bbedrock\b|\bcursor\b",
@@ -383,6 +382,12 @@ _SERVED = re.compile(
 )
 
 
+@lru_cache(maxsize=1024)
+def _repo_engines(repo: str) -> tuple[str, ...]:
+    """The engines a repository's name names (the same few top hits come back lookup after lookup)."""
+    return tuple(detect_engines(repo))
+
+
 def _from_hits(
     hits: Sequence[Document], limit: int = 3, prior: dict[Side, float] | None = None, engines: Sequence[str] = ()
 ) -> tuple[Side, str, Document | None] | None:
@@ -399,7 +404,7 @@ def _from_hits(
         if judged is None:
             continue
         side, component = judged
-        own = detect_engines(doc.repo or "") if side == "server" else []
+        own = _repo_engines(doc.repo or "") if side == "server" else ()
         weight = 0.5 if own and not set(own) & set(engines) else 1.0
         votes[side] = votes.get(side, 0.0) + weight / (rank + 1)
         first.setdefault(side, (component, doc))
@@ -412,6 +417,9 @@ def _from_hits(
     return side, component, doc
 
 
+_MESSAGE_SHAPE = re.compile(r"\S\s+\S+\s+\S|[a-z](?:Error|Exception)\b|^(?:Unknown|Invalid|Unexpected|Missing)\s")
+
+
 def _server_message(seen: str) -> bool:
     """True when a server rule matched a message the server writes ("Expected 2 output messages",
     "error parsing tool call"), not the name of a field or feature ("reasoning_content", "harmony parser").
@@ -422,9 +430,6 @@ def _server_message(seen: str) -> bool:
     one or two plain words.
     """
     return _MESSAGE_SHAPE.search(seen) is not None
-
-
-_MESSAGE_SHAPE = re.compile(r"\S\s+\S+\s+\S|[a-z](?:Error|Exception)\b|^(?:Unknown|Invalid|Unexpected|Missing)\s")
 
 
 def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
@@ -461,7 +466,7 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
         # In a pasted log, the user names what the failing lines and their own sentences name: the
         # start-up lines around them name the engine of every failure in that log.
         said = parsed.failure_text if parsed.log_dump else text
-        engine = bool(parsed.failure_engines) or bool(_ENGINE.search(said))
+        engine = bool(parsed.failure_engines)
         app = app or bool(_CLIENT_APP.search(said)) or _versioned_app(said) is not None
         if app:
             prior["client"] = 0.6 if engine else 1.0

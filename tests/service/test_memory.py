@@ -26,6 +26,13 @@ def _private_mb() -> float:
     return memory_now["anon_mb"]
 
 
+def _count_releases(monkeypatch: Any, module: Any) -> list[int]:
+    """Replace ``module``'s release_free_heap with one that records each call (a 1 per call)."""
+    released: list[int] = []
+    monkeypatch.setattr(module, "release_free_heap", lambda: released.append(1) or True)
+    return released
+
+
 def test_release_free_heap_returns_freed_heap_pages_to_the_os() -> None:
     libc = ctypes.CDLL("libc.so.6")
     libc.malloc.restype = ctypes.c_void_p
@@ -51,8 +58,7 @@ def test_release_free_heap_returns_freed_heap_pages_to_the_os() -> None:
 
 
 def test_an_index_run_then_releases_the_heap(monkeypatch: Any, settings: Settings, runner: RecordingRunner) -> None:
-    released: list[int] = []
-    monkeypatch.setattr(scheduler_module, "release_free_heap", lambda: released.append(1) or True)
+    released = _count_releases(monkeypatch, scheduler_module)
     scheduler = Scheduler(settings, runner=runner)
     assert scheduler.trigger("rebuild")
     wait_until(lambda: scheduler.last_run is not None and bool(released))
@@ -65,8 +71,7 @@ def test_an_index_run_then_releases_the_heap(monkeypatch: Any, settings: Setting
 def test_a_run_whose_reload_swapped_generations_is_not_released_twice(
     monkeypatch: Any, settings: Settings, runner: RecordingRunner
 ) -> None:
-    released: list[int] = []
-    monkeypatch.setattr(scheduler_module, "release_free_heap", lambda: released.append(1) or True)
+    released = _count_releases(monkeypatch, scheduler_module)
     reloads: list[bool] = [True, False]  # the engine's reload_if_changed: swapped, then unchanged
     scheduler = Scheduler(settings, runner=runner, on_finished=lambda: reloads.pop(0))
     assert scheduler.trigger("rebuild")
@@ -80,8 +85,7 @@ def test_a_run_whose_reload_swapped_generations_is_not_released_twice(
 def test_a_generation_swap_releases_the_heap_and_an_unchanged_check_does_not(
     monkeypatch: Any, fast_components: FastComponents, settings: Settings
 ) -> None:
-    released: list[int] = []
-    monkeypatch.setattr(engine_module, "release_free_heap", lambda: released.append(1) or True)
+    released = _count_releases(monkeypatch, engine_module)
     store = fast_components.store()
     engine = fast_components.engine(settings, store, check_interval=60.0)
     assert engine.reload_if_changed(now=True) is False and released == []
