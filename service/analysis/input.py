@@ -57,11 +57,16 @@ class ParsedInput(BaseModel):
         default=None, description="Another model family the input names while it carries no gpt-oss signal"
     )
     log_dump: bool = Field(default=False, description="True when most of the input is log records (a pasted log)")
+    plain: list[str] = Field(
+        default=[],
+        description="In a pasted log with no failing line and no sentence: the undecorated lines among the "
+        "records (text the user put there), which then stand for the failure",
+    )
 
     @property
     def failure_text(self) -> str:
         """What names the failure itself: the failing lines and the user's sentences (no log context)."""
-        return "\n".join([*[e.text for e in self.evidence if e.weight >= 1.0][:5], *self.prose])
+        return "\n".join([*[e.text for e in self.evidence if e.weight >= 1.0][:5], *self.prose, *self.plain[:5]])
 
     def named_by_failure(self, engines: list[str], named: Callable[[str], Sequence[str | None]]) -> list[str]:
         """Which of ``engines`` the failure names: all of them, unless the input is a log whose failing
@@ -289,6 +294,7 @@ def parse_input(text: str) -> ParsedInput:
         failure_found=bool(strong or distilled.prose) or not distilled.is_log_dump,
         other_model=_other_model(text),
         log_dump=distilled.is_log_dump,
+        plain=distilled.plain if distilled.is_log_dump and not (strong or distilled.prose) else [],
     )
     parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines)
     return parsed

@@ -191,6 +191,19 @@ RULES: tuple[Rule, ...] = (
         "vLLM's Responses API layer rejected or mishandled the request",
     ),
     Rule(
+        "client",
+        "reasoning-output",
+        _rx(
+            r"reasoning_content\W{0,4}(?:field\W{0,3})?(?:(?:is|was|has been|got|being)\s)?"
+            r"(?:renamed|deprecated|replaced)"
+            r"|\breasoning\W{0,4}(?:field\W{0,3})?instead of\W{0,4}reasoning_content"
+            r"|(?:legacy|deprecated|old)\W{0,4}reasoning_content"
+        ),
+        "vLLM moved gpt-oss reasoning from the deprecated `reasoning_content` field to `reasoning` and later "
+        "removed the old field (vllm-project/vllm#33402); a client that reads only `reasoning_content` "
+        "loses the reasoning and must read `reasoning`",
+    ),
+    Rule(
         "server",
         "reasoning-output",
         _rx(r"Expected \d{1,6} output messages|reasoning parser|reasoning_content|reasoning_parser"),
@@ -296,11 +309,14 @@ def match_input(parsed: ParsedInput) -> _Finding | None:
     """The rule the input itself supports, if any: its failing lines first, then the user's own words.
 
     Context (a hardware line naming sm_121, a command line with a ``--chat-template`` path) is read
-    only when the input has neither a failing line nor a sentence: then it is all there is.
+    only when the input has neither a failing line nor a sentence: then it is all there is. In a pasted
+    log without either, the lines the user put among the records (``plain``) are read instead of the
+    records around them.
     """
-    failing = bool(parsed.signatures or parsed.prose)
+    said = (*parsed.prose, *parsed.plain)  # in a log without either, the user's undecorated lines say it
+    failing = bool(parsed.signatures or said)
     context = "" if failing else parsed.text
-    return _match_cached(tuple(parsed.signatures), tuple(parsed.prose), context)
+    return _match_cached(tuple(parsed.signatures), said, context)
 
 
 @lru_cache(maxsize=16)

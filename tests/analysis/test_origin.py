@@ -240,6 +240,27 @@ def test_a_named_client_app_misbehaving_is_the_first_suspect_over_a_field_it_men
     assert (origin.side, origin.component) == ("client", "client-integration")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My chat UI shows no thinking against vLLM 0.11: the server now sends `reasoning` instead of "
+        "`reasoning_content`",
+        "reasoning_content was renamed in newer vLLM builds, so the app gets no reasoning from gpt-oss",
+        "our integration still reads the deprecated reasoning_content field",
+    ],
+)
+def test_reading_the_renamed_reasoning_field_is_the_clients(text: str) -> None:
+    """vLLM deprecated and then removed ``reasoning_content`` (vllm-project/vllm#33402): the reader adapts."""
+    origin = classify_origin(parse_input(text), [])
+    assert (origin.side, origin.component) == ("client", "reasoning-output")
+
+
+def test_reasoning_content_missing_from_a_response_is_still_the_servers() -> None:
+    parsed = parse_input("vLLM returns reasoning_content: null for gpt-oss with --reasoning-parser")
+    origin = classify_origin(parsed, [])
+    assert (origin.side, origin.component) == ("server", "reasoning-output")
+
+
 def test_a_failing_line_from_the_server_stays_the_servers_whatever_client_is_named() -> None:
     parsed = parse_input(
         "crewai run failed:\nopenai_harmony.HarmonyError: unexpected tokens remaining in message header: x"
@@ -326,3 +347,19 @@ def test_in_a_log_the_failure_names_the_suspects_not_the_start_up_lines(cards: d
     assert classify_origin(parse_input(log), hits).side == "client"
     named = log.replace("shows every", "on vllm shows every")
     assert classify_origin(parse_input(named), hits).side == "server"
+
+
+def test_in_a_log_without_a_failing_line_the_users_own_line_is_read_not_the_records() -> None:
+    """A remark the user put among the records (a command and what happened) names the suspects; the
+    records around it (a Responses API access line) are context, not a rule's evidence."""
+    records = [
+        f"2026-11-03 23:49:{n:02d}  [INFO] [openai_gpt-oss-20b] Running chat completion on /v1/responses"
+        for n in range(6)
+    ]
+    remark = "codex --oss against LM Studio: predict stream code 500 after the model writes its header"
+    parsed = parse_input("\n".join([*records[:3], remark, *records[3:]]))
+    assert parsed.log_dump and not parsed.signatures and not parsed.prose
+    assert parsed.plain == [remark]
+    assert parsed.failure_engines == ["lm-studio"]  # named by the remark, not only by the records
+    origin = classify_origin(parsed, [])
+    assert origin.component != "responses-api" and "/v1/responses" not in origin.explanation
