@@ -30,7 +30,7 @@ import bm25s
 import numpy as np
 from pydantic import BaseModel, Field
 
-from indexer.documents import DocKind, Document
+from indexer.documents import DocKind, Document, ThreadKind
 from indexer.signatures import signature_tokens
 from indexer.trust import trust_level, trust_weight
 from service.analysis.components import RULE_COMPONENT, ComponentModel
@@ -674,18 +674,20 @@ class Retriever:
                             evidence.setdefault(k, _Evidence()).adjusted.append(f"fixes {target.id}")
 
     def _report_before_fix(self, scores: dict[int, float], evidence: dict[int, _Evidence]) -> None:
-        """A thread that shows the input's error ranks above the merged PR that removed that error.
+        """A thread that shows the input's error ranks above the PR that removed it or proposes to.
 
         Both quote the same error string, so the signature leg cannot tell them apart and the PR's title
         (which names what it changes) often wins on words. But a user who sees the error runs a build
-        without that PR: the thread that shows the error is the answer, and the PR is its fix (linked
-        from it, and still "high" beside it).
+        without a merged PR: the thread that shows the error is the answer, and the PR is its fix (linked
+        from it, and still "high" beside it). A PR that was never merged is only a proposal for that
+        thread, so the thread leads all the more.
         """
         c = self.calibration
         for i in sorted(scores, key=lambda i: -scores[i]):
             pr = self.documents[i]
-            if pr.state != "merged" or evidence[i].signature < c.signature_medium:
-                continue  # only a merged PR removed the error; an open one is a proposal
+            if pr.thread_kind is not ThreadKind.PULL or evidence[i].signature < c.signature_medium:
+                continue
+            what = "removed" if pr.state == "merged" else "proposes to fix"
             for target in pr.fixes:
                 j = self._position.get(target)
                 if j is None or j not in scores or scores[j] >= scores[i]:
@@ -694,7 +696,7 @@ class Retriever:
                 if evidence[j].signature >= evidence[i].signature - c.titled_margin:
                     # The two trade places: the thread takes the PR's place, the PR follows it.
                     scores[j], scores[i] = scores[i], scores[i] / c.fixed_report_lift
-                    evidence[j].adjusted.append(f"shows the error {pr.id} removed")
+                    evidence[j].adjusted.append(f"shows the error {pr.id} {what}")
 
     def _input_components(self, parsed: ParsedInput) -> set[str]:
         """The error family the input is about: the origin rule's, else the KB-trained model's best guess."""
@@ -712,7 +714,7 @@ class Retriever:
 
         Many threads quote the same error string (duplicates, downstream platforms, other projects);
         they stay visible as "medium", since nothing says they are about this failure rather than a
-        look-alike.
+        look-alike. A linked PR that was never merged stays "medium" too: it proposes a fix.
         """
         first = next((h for h in hits if h.confidence == "high"), None)
         if first is None:
@@ -720,9 +722,14 @@ class Retriever:
         linked = {first.doc.id, *first.doc.fixed_by, *first.doc.fixes, *first.doc.references}
         out = []
         for hit in hits:
-            if hit.confidence == "high" and hit is not first and hit.doc.id not in linked:
-                why = [*hit.why, f"same error string as {first.doc.id}, which ranks first"]
-                hit = hit.model_copy(update={"confidence": "medium", "why": why})
+            if hit.confidence == "high" and hit is not first:
+                if hit.doc.id not in linked:
+                    why = [*hit.why, f"same error string as {first.doc.id}, which ranks first"]
+                    hit = hit.model_copy(update={"confidence": "medium", "why": why})
+                elif hit.doc.thread_kind is ThreadKind.PULL and hit.doc.state != "merged":
+                    # A proposed fix that was never merged: about this failure, but nothing it says holds yet.
+                    why = [*hit.why, f"an unmerged PR linked from {first.doc.id}: a proposal, not a fix"]
+                    hit = hit.model_copy(update={"confidence": "medium", "why": why})
             out.append(hit)
         return out
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from indexer.documents import Document
+from indexer.documents import Document, ThreadKind
 from indexer.sources.cards import card_documents
 from service.analysis.input import parse_input
 from service.retrieval import LegUnavailable, Retriever
@@ -196,6 +196,20 @@ def test_only_the_best_thread_and_its_fix_links_are_high(retriever: Retriever) -
     assert any("same error string as" in why for h in result.hits for why in h.why)
 
 
+def test_an_unmerged_pr_linked_from_the_best_thread_is_not_high(retriever: Retriever) -> None:
+    """Open PRs that quote the issue's error propose a fix; only the issue (and merged work) is "high"."""
+    result = retriever.search(
+        parse_input('unexpected status 400 Bad Request: {"error":{"message":"tool type namespace not supported"}}'),
+        top_k=10,
+    )
+    first = result.hits[0]
+    assert first.confidence == "high" and first.doc.thread_kind is ThreadKind.ISSUE
+    proposals = [h for h in result.hits if h.doc.id in first.doc.references and h.doc.state == "open"]
+    assert proposals and all(h.doc.thread_kind is ThreadKind.PULL for h in proposals)
+    assert all(h.confidence == "medium" for h in proposals)
+    assert all(any("a proposal, not a fix" in why for why in h.why) for h in proposals)
+
+
 def test_the_same_error_string_from_another_engine_is_not_high(retriever: Retriever) -> None:
     result = retriever.search(parse_input("sglang 0.5.1: harmony parser: no reverse mapping found"))
     ollama = next(h for h in result.hits if h.doc.id == "ollama/ollama#12187")
@@ -215,16 +229,16 @@ def test_a_title_quoting_the_message_of_an_http_error_body_counts_as_titled() ->
 
 def test_the_thread_that_shows_an_error_ranks_above_the_merged_pr_that_removed_it(retriever: Retriever) -> None:
     # vllm#22137 introduced the 501 refusal of store=True; merged vllm#22185 removed it. Both quote the
-    # error, and #22185's title shares more words with it; the user who sees it runs a build without #22185.
-    # This paste quotes the whole message, which shares words with #22185's title (it wins on words).
-    text = (
-        "Responses API request failed: `store=True` (default) is not supported. Please set `store=False` in "
-        "Responses API or set `VLLM_ENABLE_RESPONSES_API_STORE=1`"
-    )
+    # error's first sentence, and #22185's title shares more words with it; the user who sees it runs a
+    # build without #22185.
+    text = "Responses API request failed: `store=True` (default) is not supported."
     result = retriever.search(parse_input(text))
     ids = [hit.doc.id for hit in result.hits]
     assert ids[:2] == ["vllm-project/vllm#22137", "vllm-project/vllm#22185"]
-    assert any("removed" in why for why in result.hits[0].why)
+    assert any("vllm-project/vllm#22185 removed" in why for why in result.hits[0].why)
+    # The whole message is #22137's own string (the PR added it): it leads on the error string itself.
+    whole = text + " Please set `store=False` in Responses API or set `VLLM_ENABLE_RESPONSES_API_STORE=1`"
+    assert retriever.search(parse_input(whole)).hits[0].doc.id == "vllm-project/vllm#22137"
 
 
 def test_a_thread_of_the_named_client_near_the_top_is_worth_showing(retriever: Retriever) -> None:
