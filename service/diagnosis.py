@@ -20,6 +20,7 @@ from packaging.version import Version
 
 from indexer.documents import ReleaseSource
 from indexer.signatures import normalize_signature
+from service.analysis.engines import ThreadEngines
 from service.analysis.input import ParsedInput
 from service.answer import public_source
 from service.models import ActionOut, Confidence, DiagnosisOut, VerdictOut, VerdictStatus
@@ -157,13 +158,40 @@ def _words(text: str) -> set[str]:
     return out
 
 
+def problem_engines(problem: Problem, threads: ThreadEngines) -> frozenset[str]:
+    """The serving engines a problem's threads are about (its sources, fix and open PRs), by the index's
+    reading of each thread (else its repository's name); empty for an engine-neutral problem."""
+    found: set[str] = set()
+    for thread in (*problem.sources, *problem.fix_prs, *problem.open_prs):
+        engine = threads.engine.get(thread) or threads.repo_engine.get(thread.partition("#")[0])
+        if engine is not None:
+            found.add(engine)
+    return frozenset(found)
+
+
 def choose(
-    parsed: ParsedInput, problems: Problems, hits: Sequence[Hit], sections: Sequence[Hit]
+    parsed: ParsedInput,
+    problems: Problems,
+    hits: Sequence[Hit],
+    sections: Sequence[Hit],
+    threads: ThreadEngines | None = None,
 ) -> tuple[Problem, Confidence, str] | None:
-    """The problem behind the input, how sure, and why; None when nothing points at one."""
+    """The problem behind the input, how sure, and why; None when nothing points at one.
+
+    A problem found by words (not by its error string) must be about the engine the failure names, when
+    both name one: a section built from vLLM threads does not diagnose an Ollama report.
+    """
     exact = problems.by_error(parsed)
     if exact is not None:
         return exact[0], "high", exact[1]
+    named = set(parsed.failure_engines)
+
+    def fits(problem: Problem) -> bool:
+        if not named or threads is None:
+            return True
+        engines = problem_engines(problem, threads)
+        return not engines or bool(engines & named)
+
     # An input with an error line that no problem lists needs a strong section match; a question or a
     # described symptom (no error line) can go by a medium one.
     floor = {"high"} if parsed.signatures else {"high", "medium"}
@@ -173,17 +201,18 @@ def choose(
             # A doc's introduction matched a question as a whole: the doc's topic that shares the most
             # words with the question answers it.
             best = problems.best_in(top.partition("#")[0], parsed.query_text)
-            if best is not None:
+            if best is not None and fits(best):
                 return best, sections[0].confidence, "its reference doc matches the question"
     for section in sections:
         problem = problems.by_id.get(section.doc.id)
-        if problem is not None and section.confidence in floor:
+        if problem is not None and section.confidence in floor and fits(problem):
             return problem, section.confidence, "its reference section matches the input"
     for hit in hits:
         if hit.confidence != "high":  # a problem cites many threads: only a close one points at it
             continue
         for problem in problems.citing(hit.doc.id):
-            return problem, hit.confidence, f"it cites {hit.doc.id}, the best matching issue"
+            if fits(problem):
+                return problem, hit.confidence, f"it cites {hit.doc.id}, the best matching issue"
     return None
 
 
@@ -408,9 +437,10 @@ def diagnose(
     *,
     hits: Sequence[Hit],
     sections: Sequence[Hit],
+    threads: ThreadEngines | None = None,
 ) -> DiagnosisOut | None:
     """The diagnosis of one input, or None when no known problem is behind it."""
-    chosen = choose(parsed, problems, hits, sections)
+    chosen = choose(parsed, problems, hits, sections, threads)
     if chosen is None:
         return None
     problem, confidence, why = chosen

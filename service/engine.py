@@ -273,7 +273,14 @@ class LookupEngine:
         confident = [h for h in hits if h.confidence != "low"]
         # Origin and advice see only hits worth trusting: noise must not steer the diagnosis.
         evidence = [h.doc for h in confident]
-        diagnosis = diagnose(parsed, snap.problems, snap.knowledge, hits=confident, sections=result.sections)
+        diagnosis = diagnose(
+            parsed,
+            snap.problems,
+            snap.knowledge,
+            hits=confident,
+            sections=result.sections,
+            threads=snap.retriever.engines,
+        )
         # An error string a known problem lists is a match to trust even when no thread is close.
         sure = diagnosis is not None and diagnosis.confidence == "high"
         no_match = not sure and (not any(h.confidence == "high" for h in hits) or not confident)

@@ -148,6 +148,13 @@ def _sources_line(sources: list[str], base_url: str | None) -> str:
     return "sources: " + ", ".join(source_text(s, base_url) for s in sources)
 
 
+def _no_match_text(answer: LookupResponse) -> str:
+    """Why nothing is confident: nothing close at all, or only related threads (shown as medium)."""
+    if any(issue.confidence == "medium" for issue in answer.issues):
+        return "the issues below are related, but none is known to be this failure."
+    return "no known issue is close to this error."
+
+
 def render_verdict(answer: LookupResponse, console: Console, *, base_url: str | None = None) -> None:
     """The verdict first: the problem, what happened, the status for your version, up to three actions."""
     diagnosis = answer.diagnosis
@@ -166,7 +173,7 @@ def render_verdict(answer: LookupResponse, console: Console, *, base_url: str | 
         # Paths and URLs are never broken by a hard wrap: the terminal wraps them, copy and click work.
         console.print(f"[dim]Section: {escape(section)}[/dim]", soft_wrap=True)
     elif answer.no_confident_match:
-        console.print("[yellow]No confident match:[/yellow] no known issue is close to this error.")
+        console.print(f"[yellow]No confident match:[/yellow] {_no_match_text(answer)}")
     else:
         console.print("[bold]No known problem in the reference docs matches;[/bold] the closest issues:")
     origin = analysis.origin
@@ -227,7 +234,7 @@ def render(answer: LookupResponse, console: Console, *, base_url: str | None = N
         console.print(f"[bold]openai-harmony reproduction:[/bold] {escape(str(reproduction['explanation']))}")
     console.print()
     if answer.no_confident_match:
-        console.print("[yellow]No confident match:[/yellow] no known issue is close to this error.")
+        console.print(f"[yellow]No confident match:[/yellow] {_no_match_text(answer)}")
     if answer.issues:
         table = Table(title="Known issues", title_justify="left", show_edge=False)
         table.add_column("#")

@@ -10,6 +10,7 @@ import pytest
 from indexer.documents import Document
 from indexer.problems import Action, Problem, load_problems
 from indexer.sources.cards import bundled_cards
+from service.analysis.engines import ThreadEngines
 from service.analysis.input import parse_input
 from service.answer import Knowledge
 from service.config import Settings
@@ -142,6 +143,25 @@ def test_a_question_goes_by_its_section_an_unlisted_error_line_needs_a_strong_on
     error = parse_input("ValueError: something else entirely went wrong in the parser")
     assert choose(error, problems, [], [_section("medium")]) is None
     assert choose(error, problems, [], [_section("high")]) is not None
+
+
+def test_a_section_of_another_engines_threads_does_not_diagnose_by_words() -> None:
+    """A problem built from one engine's threads is chosen by its words only for that engine (or none)."""
+    problems = Problems([_problem(kind="setup", errors=(), sources=("vllm-project/vllm#1",), fix_prs=())])
+    threads = ThreadEngines(engine={"vllm-project/vllm#1": "vllm"})
+    section = [_section("medium")]
+    on_ollama = parse_input("ollama 0.12 with gpt-oss:20b: tool calls come back as text in the content")
+    assert on_ollama.failure_engines == ["ollama"]
+    assert choose(on_ollama, problems, [], section, threads) is None
+    on_vllm = parse_input("vllm 0.10.1 with gpt-oss-20b: tool calls come back as text in the content")
+    assert choose(on_vllm, problems, [], section, threads) is not None
+    unnamed = parse_input("with gpt-oss-20b, tool calls come back as text in the content")
+    assert choose(unnamed, problems, [], section, threads) is not None
+    # An engine-neutral problem (threads of no engine) fits any engine; its error string always does.
+    neutral = Problems([_problem(kind="setup", errors=(), sources=("openai/harmony#1",), fix_prs=())])
+    assert choose(on_ollama, neutral, [], section, threads) is not None
+    quoted = parse_input(f"ollama 0.12: {LINE}")
+    assert choose(quoted, Problems([_problem(sources=("vllm-project/vllm#1",), fix_prs=())]), [], [], threads)
 
 
 # --- the real docs through the engine ----------------------------------------------------------------
