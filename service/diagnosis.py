@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from indexer.documents import ReleaseSource
 from indexer.signatures import normalize_signature
-from service.analysis.engines import ThreadEngines
+from service.analysis.engines import ThreadEngines, detect_engines, engine_name
 from service.analysis.input import ParsedInput
 from service.answer import public_source
 from service.models import ActionOut, Confidence, DiagnosisOut, VerdictOut, VerdictStatus
@@ -169,6 +169,34 @@ def problem_engines(problem: Problem, threads: ThreadEngines) -> frozenset[str]:
     return frozenset(found)
 
 
+def another_engine(parsed: ParsedInput, engines: frozenset[str]) -> bool:
+    """True when the failure names engines and ``engines`` (of some threads) are only others."""
+    named = set(parsed.failure_engines)
+    return bool(named) and bool(engines) and not engines & named
+
+
+def runs_elsewhere(parsed: ParsedInput) -> str | None:
+    """The engines the failure names when vLLM is not one of them (``SGLang``), else None."""
+    if not parsed.failure_engines or "vllm" in parsed.failure_engines:
+        return None
+    return ", ".join(engine_name(e) for e in parsed.failure_engines)
+
+
+def _vllm_threads(ids: Iterable[str]) -> bool:
+    """True when every thread is in a vLLM repository (vllm-project/vllm, its recipes, forks, workers)."""
+    ids = list(ids)
+    return bool(ids) and all(detect_engines(i.partition("#")[0])[:1] == ["vllm"] for i in ids)
+
+
+def vllm_only(action: Action) -> bool:
+    """An action only a vLLM server takes: upgrading or checking vLLM, a ``VLLM_`` variable, or a server
+    flag every source of which is a vLLM thread."""
+    target = action.target.strip("`")
+    if target.lower() == "vllm" or target.startswith("VLLM_"):
+        return True
+    return target.startswith("--") and _vllm_threads(action.sources)
+
+
 def choose(
     parsed: ParsedInput,
     problems: Problems,
@@ -184,13 +212,8 @@ def choose(
     exact = problems.by_error(parsed)
     if exact is not None:
         return exact[0], "high", exact[1]
-    named = set(parsed.failure_engines)
-
     def fits(problem: Problem) -> bool:
-        if not named or threads is None:
-            return True
-        engines = problem_engines(problem, threads)
-        return not engines or bool(engines & named)
+        return threads is None or not another_engine(parsed, problem_engines(problem, threads))
 
     # An input with an error line that no problem lists needs a strong section match; a question or a
     # described symptom (no error line) can go by a medium one.
@@ -240,6 +263,7 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
     checked = {pr: knowledge.by_id[pr] for pr in merged if knowledge.by_id[pr].release_source is ReleaseSource.GITHUB}
     released = {pr: doc.released_in for pr, doc in checked.items() if doc.released_in}
     stated = _stated_release(problem, parsed)
+    elsewhere = runs_elsewhere(parsed)
     fixed: tuple[str, str] | None = stated
     verified = False
     if released:
@@ -252,6 +276,15 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
         name = _PACKAGES.get(package, package)
         yours = user_version(parsed, package)
         source = "release tag checked on GitHub" if verified else "per the reference docs"
+        if package == "vllm" and elsewhere is not None:
+            # vLLM's release with the fix says nothing about the engine this input runs.
+            return VerdictOut(
+                status="no-fix",
+                text=f"Fixed in {name} {release} ({source}), but the input runs {elsewhere}: no fix for it is "
+                "recorded here; see its own threads below.",
+                fix_prs=merged,
+                open_prs=open_prs,
+            )
         if yours is None:
             return VerdictOut(
                 status="fixed",
@@ -282,6 +315,14 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
             open_prs=open_prs,
             release_verified=verified,
         )
+    if merged and elsewhere is not None and _vllm_threads(merged):
+        return VerdictOut(
+            status="no-fix",
+            text=f"Merged in vLLM ({', '.join(merged)}), but the input runs {elsewhere}: no fix for it is "
+            "recorded here; see its own threads below.",
+            fix_prs=merged,
+            open_prs=open_prs,
+        )
     if merged:
         unreleased = [pr for pr, doc in checked.items() if not doc.released_in and doc.release_checked]
         if unreleased:
@@ -297,9 +338,10 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
             )
         return VerdictOut(status="unreleased", text=text, fix_prs=merged, open_prs=open_prs)
     if open_prs:
+        whose = f", for vLLM; the input runs {elsewhere}" if elsewhere is not None and _vllm_threads(open_prs) else ""
         return VerdictOut(
             status="no-release",
-            text=f"No release has a fix (open PR {', '.join(open_prs)}): use the workaround.",
+            text=f"No release has a fix (open PR {', '.join(open_prs)}{whose}): use the workaround.",
             open_prs=open_prs,
         )
     if problem.kind == "setup":
@@ -351,6 +393,8 @@ _CLIENT_WHENS = {"langchain", "litellm", "openai-agents", "codex", "pydantic-ai"
 def _holds(condition: str, parsed: ParsedInput) -> bool:
     if condition == "always":
         return True
+    if condition == "non-vllm":
+        return bool(parsed.failure_engines) and "vllm" not in parsed.failure_engines
     if condition in _CLIENT_WHENS:
         return (parsed.client or "").lower().replace("_", "-").startswith(condition.split("-")[0])
     rx = _SEEN.get(condition)
@@ -366,7 +410,8 @@ def _ordered(problem: Problem, parsed: ParsedInput) -> list[Action]:
 
 def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = None) -> list[ActionOut]:
     """Up to three actions, those that fit the input first; an upgrade only when it names a release with
-    the fix and the user's version is not known to have it (then it comes first)."""
+    the fix and the user's version is not known to have it (then it comes first). When the failure names
+    another engine than vLLM, actions only a vLLM server takes (:func:`vllm_only`) are left out."""
     pid = public_source(problem_id(problem))
     out: list[ActionOut] = []
     upgrade: ActionOut | None = None
@@ -380,6 +425,8 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
             sources=[*status.fix_prs, pid][:4],
         )
     for action in _ordered(problem, parsed) if parsed is not None else problem.actions:
+        if parsed is not None and runs_elsewhere(parsed) is not None and vllm_only(action):
+            continue
         if action.kind == "upgrade":
             if upgrade is not None:
                 # The verdict's own upgrade (to the release with the fix) replaces the doc's wording.
@@ -446,6 +493,16 @@ def diagnose(
     problem, confidence, why = chosen
     status = verdict(problem, parsed, knowledge)
     pid = public_source(problem_id(problem))
+    todo = actions(problem, status, parsed)
+    elsewhere = runs_elsewhere(parsed)
+    if not todo and elsewhere is not None and any(vllm_only(a) for a in problem.actions):
+        # Every action the docs give is a vLLM server's: say so instead of pointing "below".
+        status = status.model_copy(
+            update={
+                "text": f"{status.text.split(':', 1)[0]}. The settings the reference docs give are vLLM's; none "
+                f"is recorded for {elsewhere}: see its own threads below."
+            }
+        )
     return DiagnosisOut(
         problem=pid,
         title=problem.title,
@@ -454,6 +511,6 @@ def diagnose(
         confidence=confidence,
         why=why,
         verdict=status,
-        actions=actions(problem, status, parsed),
+        actions=todo,
         sources=list(dict.fromkeys([pid, *map(public_source, problem.sources)]))[:6],
     )

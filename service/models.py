@@ -256,7 +256,8 @@ class VerdictOut(BaseModel):
     status: VerdictStatus = Field(
         description="affected: a release has the fix and yours is older (upgrade); has-fix: your version "
         "already has it (look elsewhere); fixed: a release has it, your version is unknown; unreleased: merged "
-        "but in no (verified) release; no-release: only open PRs; no-fix: nothing known; not-a-bug: a "
+        "but in no (verified) release; no-release: only open PRs; no-fix: nothing known (or only vLLM's fix, for "
+        "an input that runs another engine); not-a-bug: a "
         "misuse or a limit that settings avoid; setup: a configuration topic",
         examples=["affected"],
     )

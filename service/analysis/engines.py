@@ -40,6 +40,24 @@ ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tgi", re.compile(r"text-generation-inference|\btgi\b", re.I)),
 )
 
+_ENGINE_NAMES = {
+    "vllm": "vLLM",
+    "sglang": "SGLang",
+    "ollama": "Ollama",
+    "lm-studio": "LM Studio",
+    "tensorrt-llm": "TensorRT-LLM",
+    "dynamo": "Dynamo",
+    "mlx": "MLX",
+    "lmdeploy": "LMDeploy",
+    "tgi": "TGI",
+}
+
+
+def engine_name(engine: str) -> str:
+    """How an engine is written in an answer (``lm-studio`` -> LM Studio); a data-derived one as it is."""
+    return _ENGINE_NAMES.get(engine, engine)
+
+
 # Client frameworks, by the names their packages, repositories and errors carry. The more specific
 # framework comes before the SDK it is built on.
 CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (

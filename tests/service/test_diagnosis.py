@@ -14,7 +14,7 @@ from service.analysis.engines import ThreadEngines
 from service.analysis.input import parse_input
 from service.answer import Knowledge
 from service.config import Settings
-from service.diagnosis import Problems, choose, diagnose, template, verdict
+from service.diagnosis import Problems, actions, choose, diagnose, template, verdict
 from service.models import ActionOut
 from service.retrieval import Hit
 from tests.service.support import FastComponents
@@ -162,6 +162,33 @@ def test_a_section_of_another_engines_threads_does_not_diagnose_by_words() -> No
     assert choose(on_ollama, neutral, [], section, threads) is not None
     quoted = parse_input(f"ollama 0.12: {LINE}")
     assert choose(quoted, Problems([_problem(sources=("vllm-project/vllm#1",), fix_prs=())]), [], [], threads)
+
+
+def test_a_report_from_another_engine_gets_no_vllm_only_advice() -> None:
+    """vLLM's release, flags and variables are no advice for an SGLang or Ollama report; the rest stays."""
+    problem = _problem(
+        fix_prs=("vllm-project/vllm#2",),
+        actions=(
+            Action(kind="set", target="--tool-call-parser", value="openai", when=("always",), text="Set it.",
+                   sources=("vllm-project/vllm#1",)),
+            Action(kind="set", target="VLLM_ATTENTION_BACKEND", value="TRITON_ATTN", when=("always",),
+                   text="Pick it.", sources=("o/r#1",)),
+            Action(kind="workaround", target="retry", when=("always",), text="Retry.",
+                   sources=("vllm-project/vllm#1",)),
+            Action(kind="set", target="--max-tokens", when=("always",), text="Cap it.", sources=("o/r#1",)),
+        ),
+    )  # fmt: skip
+    knowledge = Knowledge([_pull(2).model_copy(update={"id": "vllm-project/vllm#2", "repo": "vllm-project/vllm"})])
+    on_sglang = parse_input(f"sglang 0.5.2: {LINE}")
+    status = verdict(problem, on_sglang, knowledge)
+    assert status.status == "no-fix" and "SGLang" in status.text and "vLLM 0.14.0" in status.text
+    kept = [a.target for a in actions(problem, status, on_sglang)]
+    assert kept == ["retry", "--max-tokens"]  # a flag backed by other threads is not only vLLM's
+    on_vllm = parse_input(f"vllm 0.11.0: {LINE}")
+    status = verdict(problem, on_vllm, knowledge)
+    assert status.status == "affected"
+    shown = [a.target for a in actions(problem, status, on_vllm)]
+    assert shown == ["vllm", "--tool-call-parser", "VLLM_ATTENTION_BACKEND"]
 
 
 # --- the real docs through the engine ----------------------------------------------------------------
