@@ -209,12 +209,12 @@ def choose(
     A problem found by words (not by its error string) must be about the engine the failure names, when
     both name one: a section built from vLLM threads does not diagnose an Ollama report.
     """
-    exact = problems.by_error(parsed)
-    if exact is not None:
-        return exact[0], "high", exact[1]
     def fits(problem: Problem) -> bool:
         return threads is None or not another_engine(parsed, problem_engines(problem, threads))
 
+    exact = problems.by_error(parsed)
+    if exact is not None:  # its own error string: whatever engine raised it (a Harmony library error)
+        return exact[0], "high", exact[1]
     # An input with an error line that no problem lists needs a strong section match; a question or a
     # described symptom (no error line) can go by a medium one.
     floor = {"high"} if parsed.signatures else {"high", "medium"}

@@ -30,7 +30,8 @@ ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    ("ollama", re.compile(r"\bollama\b", re.I)),
+    # Ollama names models by tag (gpt-oss:20b, as its threads in the KB do) and listens on port 11434.
+    ("ollama", re.compile(r"\bollama\b|\bgpt-oss:\d{2,3}b\b|:11434\b", re.I)),
     ("llama.cpp", re.compile(r"llama\.cpp|llama[-_]cpp|\bllama-server\b|\bggml\b|\bik_llama\b", re.I)),
     ("lm-studio", re.compile(r"\blm ?studio\b|\blmstudio\b|\blms (?:server|load)\b", re.I)),
     ("tensorrt-llm", re.compile(r"tensorrt[-_ ]?llm|\btrt[-_]?llm\b", re.I)),
@@ -88,6 +89,7 @@ SDK_CLIENTS = frozenset({"openai-python", "ollama-python", "httpx", "requests"})
 # (service/analysis/needles.py): on a long log a pattern runs only when its needle is there.
 _NEEDLES: dict[str, tuple[str, ...]] = {
     "vllm": ("vllm", "apiserver pid", "enginecore"),
+    "ollama": ("ollama", "gpt-oss:", ":11434"),
     "sglang": ("sgl", "serverargs(", "prefill batch", "decode batch"),
     "llama.cpp": ("llama", "ggml"),
     "lm-studio": ("studio", "lms "),

@@ -18,6 +18,15 @@ def test_engines_named_in_inputs() -> None:
     assert detect_engines("mlx_lm.server crashed on the second request") == ["mlx"]
 
 
+def test_an_ollama_model_tag_or_port_names_ollama() -> None:
+    # Ollama names models by tag and serves on 11434; other engines use the repository name.
+    assert detect_engines("codex --oss -m gpt-oss:20b: stream disconnected before completion") == ["ollama"]
+    assert detect_engines("POST http://localhost:11434/v1/chat/completions failed") == ["ollama"]
+    assert detect_engines("vllm serve openai/gpt-oss-20b --port 11434") == ["vllm"]  # a port flag is not a URL
+    assert detect_engines("lms load openai/gpt-oss-20b") == ["lm-studio"]
+    assert detect_engines("served at http://host:114345/v1") == []
+
+
 def test_torch_dynamo_is_not_the_dynamo_server() -> None:
     assert detect_engines("torch._dynamo.exc.Unsupported: graph break") == []
     assert detect_engines("NVIDIA Dynamo frontend returns 500") == ["dynamo"]

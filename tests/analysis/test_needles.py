@@ -42,7 +42,7 @@ EXAMPLES = [
     "openai-harmony==0.0.4", "openai_harmony 0.0.4", "transformers==4.55.0", "torch 2.8.0", "torch==2.8.0",
     "triton 3.4.0", "sglang==0.5.0", "ollama version is 0.11.4", "vllm-mlx 0.3.2", "CUDA Version: 12.8",
     "CUDA 12.8", "LM Studio", "lmstudio", "lms server", "lms load", "httpx.ReadTimeout", "ray-project/llmperf",
-    "requests.exceptions.ConnectionError",
+    "requests.exceptions.ConnectionError", "ollama run gpt-oss:120b", "http://localhost:11434/api/chat",
     "server_args=ServerArgs(model_path='x')", "Prefill batch. #new-seq: 1", "Decode batch, #running-req: 2",
 ]  # fmt: skip
 
