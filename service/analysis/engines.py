@@ -62,17 +62,17 @@ def engine_name(engine: str) -> str:
 # Client frameworks, by the names their packages, repositories and errors carry. The more specific
 # framework comes before the SDK it is built on.
 CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("llama-stack", re.compile(r"llama[_-]stack", re.I)),
+    ("llama-stack", re.compile(r"llama[_ -]stack", re.I)),
     ("langchain", re.compile(r"\blang(?:chain|graph)", re.I)),
     ("litellm", re.compile(r"\blitellm\b", re.I)),
-    ("openai-agents", re.compile(r"openai[-_]agents|\bagents\.(?:exceptions|run)\b", re.I)),
+    ("openai-agents", re.compile(r"openai[-_ ]agents|\bagents\.(?:exceptions|run)\b", re.I)),
     ("codex", re.compile(r"\bcodex\b", re.I)),
     ("crewai", re.compile(r"\bcrewai\b", re.I)),
-    ("pydantic-ai", re.compile(r"pydantic[_-]ai\b", re.I)),
+    ("pydantic-ai", re.compile(r"pydantic[_ -]ai\b", re.I)),
     ("smolagents", re.compile(r"\bsmolagents\b", re.I)),
     ("cline", re.compile(r"\bcline\b", re.I)),
     ("continue", re.compile(r"\bcontinuedev\b|\bcontinue\.dev\b", re.I)),
-    ("open-webui", re.compile(r"open[-_]webui", re.I)),
+    ("open-webui", re.compile(r"open[-_ ]?webui", re.I)),
     ("guidellm", re.compile(r"\bguidellm\b", re.I)),
     ("llmperf", re.compile(r"\bllmperf\b", re.I)),
     ("ollama-python", re.compile(r"\bollama\._types\b|ollama[-_]python")),
@@ -198,6 +198,51 @@ def _own_servers(documents: Sequence[Document], threads: Counter[str], taken: se
     return {repo: name for repo, name in names.items() if outside[name] <= inside[name] // 2}
 
 
+_NAME_PARTS = re.compile(r"[-_.]")
+NAMES_HEAD = 20_000
+"""Characters at the head of an input searched for a tool's name written in words."""
+
+
+@functools.lru_cache(maxsize=512)
+def _spelled(name: str) -> re.Pattern[str]:
+    """How a user writes a repository's name: ``roo-code`` as roo-code, roo_code, roo code or roocode."""
+    parts = [re.escape(part) for part in _NAME_PARTS.split(name) if part]
+    return re.compile(r"(?<![\w-])" + r"[-_. ]?".join(parts) + r"(?![\w-])", re.I)
+
+
+def _named(text: str, names: frozenset[str]) -> set[str]:
+    """The names of ``names`` the text carries, written as one word or as its parts."""
+    if not names:
+        return set()
+    window = _window(text)
+    found = set(name_words(window) & names)
+    # A multi-part name written with spaces ("Roo Code") or run together ("roocode") is looked for where a
+    # user names their tools, the head of the input; the pattern runs only for a name whose parts are
+    # all words there, or whose joined form is one.
+    head = window[:NAMES_HEAD]
+    words = _word_parts(head)
+    for name in names - found:
+        parts = [part for part in _NAME_PARTS.split(name) if part]
+        if len(parts) > 1 and (all(part in words for part in parts) or "".join(parts) in words):
+            if any(_as_a_name(m.group(0)) for m in _spelled(name).finditer(head)):
+                found.add(name)
+    return found
+
+
+@functools.lru_cache(maxsize=4)
+def _word_parts(window: str) -> frozenset[str]:
+    """The input's name-like words and their hyphen, underscore and dot parts (named client and named
+    server read them for the same input)."""
+    words = name_words(window)
+    return frozenset(words | {part for word in words if _NAME_PARTS.search(word) for part in _NAME_PARTS.split(word)})
+
+
+def _as_a_name(written: str) -> bool:
+    """Spaced words name a product only in title case ("Roo Code", "Page Assist"), not in prose ("any llm",
+    "a fast agent"); a joined form ("roocode", "roo-code") is a name as it is."""
+    return " " not in written or all(word[:1].isupper() or word[:1].isdigit() for word in written.split())
+
+
 @dataclass(frozen=True)
 class ThreadEngines:
     """Engine, client and canonical-ness of every thread of one index generation (computed once)."""
@@ -290,16 +335,12 @@ class ThreadEngines:
 
     def named_server(self, text: str) -> str | None:
         """A serving engine of the data (not one of :data:`ENGINES`) that the input names by its name."""
-        if not self.server_names:
-            return None
-        found = sorted(name_words(_window(text)) & self.server_names)
+        found = sorted(_named(text, self.server_names))
         return found[0] if found else None
 
     def named_client(self, text: str) -> str | None:
         """A client application of the index that the input names by its repository's name."""
-        if not self.client_names:
-            return None
-        found = sorted(name_words(_window(text)) & self.client_names)
+        found = sorted(_named(text, self.client_names))
         return found[0] if found else None
 
     def is_platform_copy(self, doc: Document) -> bool:

@@ -105,3 +105,17 @@ def test_an_sglang_log_names_sglang_by_its_own_records() -> None:
     )
     assert detect_engines(log) == ["sglang"]
     assert detect_engines("[2026-01-02 03:04:09 TP0] Load weight end. type=GptOssForCausalLM") == []
+
+
+def test_a_client_named_as_users_write_it() -> None:
+    """A repository name of several parts counts written joined, hyphenated or in title-case words; the
+    same words in prose ("any llm", "a fast agent") name nothing."""
+    engines = ThreadEngines.from_documents(card_documents())
+    assert {"roo-code", "anything-llm", "fast-agent"} <= engines.client_names
+    for text in ("Roo Code 3.25.8 with gpt-oss-120b", "RooCode and gpt-oss", "roo_code crashed"):
+        assert engines.named_client(text) == "roo-code", text
+    assert engines.named_client("AnythingLLM shows the thinking") == "anything-llm"
+    for prose in ("gpt-oss works with any llm client", "a fast agent loop on gpt-oss", "the room code"):
+        assert engines.named_client(prose) is None, prose
+    assert detect_client("Open WebUI 0.6.22 with gpt-oss") == "open-webui"
+    assert detect_client("a Pydantic AI agent on Ollama") == "pydantic-ai"
