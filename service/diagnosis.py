@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from indexer.documents import ReleaseSource
 from indexer.signatures import normalize_signature
-from service.analysis.engines import ThreadEngines, detect_engines, engine_name
+from service.analysis.engines import ThreadEngines, engine_name, repo_engines
 from service.analysis.input import ParsedInput
 from service.answer import public_source
 from service.models import ActionOut, Confidence, DiagnosisOut, VerdictOut, VerdictStatus
@@ -183,9 +183,10 @@ def runs_elsewhere(parsed: ParsedInput) -> str | None:
 
 
 def _vllm_threads(ids: Iterable[str]) -> bool:
-    """True when every thread is in a vLLM repository (vllm-project/vllm, its recipes, forks, workers)."""
+    """True when every thread is in a vLLM repository (vllm-project/vllm, its recipes, forks, workers; not
+    vllm-mlx, an MLX server)."""
     ids = list(ids)
-    return bool(ids) and all(detect_engines(i.partition("#")[0])[:1] == ["vllm"] for i in ids)
+    return bool(ids) and all(repo_engines(i.partition("#")[0])[:1] == ("vllm",) for i in ids)
 
 
 def vllm_only(action: Action) -> bool:
@@ -424,8 +425,9 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
             text=f"Upgrade {name} to {status.fixed_in} or newer.",
             sources=[*status.fix_prs, pid][:4],
         )
+    elsewhere = runs_elsewhere(parsed) if parsed is not None else None
     for action in _ordered(problem, parsed) if parsed is not None else problem.actions:
-        if parsed is not None and runs_elsewhere(parsed) is not None and vllm_only(action):
+        if elsewhere is not None and vllm_only(action):
             continue
         if action.kind == "upgrade":
             if upgrade is not None:

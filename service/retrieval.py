@@ -722,14 +722,15 @@ class Retriever:
         linked = {first.doc.id, *first.doc.fixed_by, *first.doc.fixes, *first.doc.references}
         out = []
         for hit in hits:
+            reason = None
             if hit.confidence == "high" and hit is not first:
                 if hit.doc.id not in linked:
-                    why = [*hit.why, f"same error string as {first.doc.id}, which ranks first"]
-                    hit = hit.model_copy(update={"confidence": "medium", "why": why})
+                    reason = f"same error string as {first.doc.id}, which ranks first"
                 elif hit.doc.thread_kind is ThreadKind.PULL and hit.doc.state != "merged":
-                    # A proposed fix that was never merged: about this failure, but nothing it says holds yet.
-                    why = [*hit.why, f"an unmerged PR linked from {first.doc.id}: a proposal, not a fix"]
-                    hit = hit.model_copy(update={"confidence": "medium", "why": why})
+                    # A proposed fix never merged: about this failure, but nothing it says holds yet.
+                    reason = f"an unmerged PR linked from {first.doc.id}: a proposal, not a fix"
+            if reason is not None:
+                hit = hit.model_copy(update={"confidence": "medium", "why": [*hit.why, reason]})
             out.append(hit)
         return out
 

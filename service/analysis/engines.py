@@ -173,6 +173,13 @@ def _named_in(repo: str, table: Sequence[tuple[str, re.Pattern[str]]]) -> list[s
     return [name for _, name in sorted(found, reverse=True)]
 
 
+@functools.lru_cache(maxsize=1024)
+def repo_engines(repo: str) -> tuple[str, ...]:
+    """The engines a repository's own name names, the last-named first (``waybarrios/vllm-mlx`` -> mlx,
+    vllm): the same few repositories come back lookup after lookup, so the answer is kept."""
+    return tuple(_named_in(repo, ENGINES))
+
+
 def _own_servers(documents: Sequence[Document], threads: Counter[str], taken: set[str]) -> dict[str, str]:
     """Repository -> engine name for servers the engine table does not name, from the data alone.
 
@@ -279,7 +286,7 @@ class ThreadEngines:
                 continue
             threads[doc.repo] += 1
             client_side[doc.repo] += doc.error_source == "client" or doc.component == "client-integration"
-            named = _named_in(doc.repo, ENGINES)
+            named = list(repo_engines(doc.repo))
             if named:
                 repo_engine[doc.repo] = named[0]
             if not named:

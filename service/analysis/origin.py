@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from indexer.documents import Document
-from service.analysis.engines import SDK_CLIENTS, detect_engines
+from service.analysis.engines import SDK_CLIENTS, detect_engines, repo_engines
 from service.analysis.input import ParsedInput, names_a_model
 
 Side = Literal["server", "client", "model-files", "environment", "unknown"]
@@ -398,12 +398,6 @@ _SERVED = re.compile(
 )
 
 
-@lru_cache(maxsize=1024)
-def _repo_engines(repo: str) -> tuple[str, ...]:
-    """The engines a repository's name names (the same few top hits come back lookup after lookup)."""
-    return tuple(detect_engines(repo))
-
-
 def _from_hits(
     hits: Sequence[Document], limit: int = 3, prior: dict[Side, float] | None = None, engines: Sequence[str] = ()
 ) -> tuple[Side, str, Document | None] | None:
@@ -420,7 +414,7 @@ def _from_hits(
         if judged is None:
             continue
         side, component = judged
-        own = _repo_engines(doc.repo or "") if side == "server" else ()
+        own = repo_engines(doc.repo or "") if side == "server" else ()
         weight = 0.5 if own and not set(own) & set(engines) else 1.0
         votes[side] = votes.get(side, 0.0) + weight / (rank + 1)
         first.setdefault(side, (component, doc))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from indexer.documents import Document
 from indexer.sources.cards import card_documents
-from service.analysis.engines import ThreadEngines, detect_client, detect_engines
+from service.analysis.engines import ThreadEngines, detect_client, detect_engines, repo_engines
 from service.analysis.input import parse_input
 
 
@@ -25,6 +25,12 @@ def test_an_ollama_model_tag_or_port_names_ollama() -> None:
     assert detect_engines("vllm serve openai/gpt-oss-20b --port 11434") == ["vllm"]  # a port flag is not a URL
     assert detect_engines("lms load openai/gpt-oss-20b") == ["lm-studio"]
     assert detect_engines("served at http://host:114345/v1") == []
+
+
+def test_a_repository_name_names_its_engine_last_named_first() -> None:
+    assert repo_engines("waybarrios/vllm-mlx") == ("mlx", "vllm")
+    assert repo_engines("runpod-workers/worker-vllm") == ("vllm",)
+    assert repo_engines("openai/harmony") == ()
 
 
 def test_torch_dynamo_is_not_the_dynamo_server() -> None:

@@ -14,7 +14,7 @@ from service.analysis.engines import ThreadEngines
 from service.analysis.input import parse_input
 from service.answer import Knowledge
 from service.config import Settings
-from service.diagnosis import Problems, actions, choose, diagnose, template, verdict
+from service.diagnosis import Problems, actions, choose, diagnose, template, verdict, vllm_only
 from service.models import ActionOut
 from service.retrieval import Hit
 from tests.service.support import FastComponents
@@ -184,6 +184,10 @@ def test_a_report_from_another_engine_gets_no_vllm_only_advice() -> None:
     assert status.status == "no-fix" and "SGLang" in status.text and "vLLM 0.14.0" in status.text
     kept = [a.target for a in actions(problem, status, on_sglang)]
     assert kept == ["retry", "--max-tokens"]  # a flag backed by other threads is not only vLLM's
+    # vllm-mlx is an MLX server whose name carries vLLM's: its threads do not make a flag vLLM's.
+    mlx_flag = Action(kind="set", target="--tool-call-parser", value="harmony", when=("always",), text="Set it.",
+                      sources=("waybarrios/vllm-mlx#581",))  # fmt: skip
+    assert not vllm_only(mlx_flag) and vllm_only(problem.actions[0])
     on_vllm = parse_input(f"vllm 0.11.0: {LINE}")
     status = verdict(problem, on_vllm, knowledge)
     assert status.status == "affected"
