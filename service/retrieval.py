@@ -808,5 +808,10 @@ class Retriever:
         if confidence == "high" and parsed.other_model:
             confidence = "medium"  # the input is about another model: at best a look-alike
         if not parsed.failure_found:
-            confidence = "low"  # a log without a failure line: nothing to match confidently
+            if not parsed.plain:
+                confidence = "low"  # a log without a failure line: nothing to match confidently
+            elif confidence == "high":
+                # No failing line, but words the user put among the records: a lead, never a certainty.
+                confidence = "medium"
+                why.append("matched on the lines put among the log's records, not on a failing line")
         return Hit(doc=doc, score=score, confidence=confidence, why=why or ["weak lexical or semantic overlap"])

@@ -176,6 +176,26 @@ def test_a_log_without_a_failure_line_matches_nothing_confidently(retriever: Ret
     assert not result.confident
 
 
+def test_a_users_line_among_the_records_is_a_lead_but_never_a_certainty(retriever: Retriever) -> None:
+    """No failing line, but an issue title the user put among the records: its match is worth showing
+    (and voting on the origin), capped at medium because no failing line backs it."""
+    records = [
+        f"(APIServer pid=7) INFO 03-02 10:0{i}:00 [loggers.py:123] Engine 000: Avg prompt throughput: 8{i}.0 "
+        "tokens/s, Running: 1 reqs, GPU KV cache usage: 2.0%"
+        for i in range(8)
+    ]
+    title = "[Bug]: gpt-oss-120b Expected 2 output messages (reasoning and final), but got 3"
+    parsed = parse_input("\n".join([*records[:4], title, *records[4:]]))
+    assert not parsed.failure_found and parsed.plain == [title]
+    result = retriever.search(parsed)
+    top = result.hits[0]
+    assert any("Expected 2 output messages" in s for s in top.doc.error_signatures)
+    assert top.confidence == "medium" and not result.confident
+    assert "not on a failing line" in top.why[-1]
+    # The same title as a pasted line on its own is a match to trust.
+    assert retriever.search(parse_input(title)).hits[0].confidence == "high"
+
+
 def test_the_calibration_object_sets_the_thresholds() -> None:
     from service.calibration import Calibration
 
