@@ -225,6 +225,9 @@ def test_context_alone_is_still_read_when_nothing_failed_or_was_said() -> None:
         "openai.BadRequestError: Error code: 400 - {'message': \"tool_choice 'any' is not supported\"}",
         "pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatRequest\nreasoning\n"
         "  Extra inputs are not permitted [type=extra_forbidden]",
+        # A provider refusing the reasoning a client sent back in the history of a multi-turn chat.
+        "openai.BadRequestError: Error code: 400 - {'error': {'message': \"'reasoning_content' is not supported "
+        "with this model\", 'type': 'invalid_request_error'}}",
     ],
 )
 def test_request_shape_errors_and_client_warnings_are_the_clients(text: str) -> None:
