@@ -233,7 +233,9 @@ def _split_problems(records: Sequence[dict[str, Any]]) -> list[str]:
     return problems
 
 
-VARIANTS = ("pasted", "in-log")
+VARIANTS = ("pasted", "in-log", "in-report")
+"""The bare query, the same inside its engine's log (``bench/outside_log.py``), and as the description
+of a bug report in its tracker's template (``bench/outside_report.py``; reported, not a target)."""
 
 
 def evaluate_outside(
@@ -267,10 +269,13 @@ def evaluate_outside(
 def _pasted_and_in_log(
     pasted: Sequence[Query], engine_of: dict[str, str | None], systems: dict[str, Callable[[Query], Outcome]]
 ) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
-    """Per variant (pasted, then buried in its engine's log): each system's metrics, and the pipeline's misses."""
+    """Per variant (pasted, buried in its engine's log, inside a bug report): each system's metrics, and
+    the pipeline's misses."""
     from bench.outside_log import in_log
+    from bench.outside_report import in_report
 
-    for variant, queries in zip(VARIANTS, (pasted, in_log(pasted, engine_of)), strict=True):
+    variants = (pasted, in_log(pasted, engine_of), in_report(pasted, engine_of))
+    for variant, queries in zip(VARIANTS, variants, strict=True):
         row: dict[str, Any] = {"queries": len(queries)}
         misses: list[str] = []
         for name, system in systems.items():

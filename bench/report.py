@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench import speed
+from bench.outside import VARIANTS
 
 EVAL_SETS = ("dev.jsonl", "dev-hard.jsonl")
 
@@ -169,7 +170,7 @@ def outside_targets(r: dict[str, Any]) -> list[Target]:
 
 def _silver_rows(r: dict[str, Any]) -> list[list[Any]]:
     rows = []
-    for variant in ("pasted", "in-log"):
+    for variant in VARIANTS:
         cell = _get(r, "quality", "silver", variant) or {}
         for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
             x = cell.get(system)
@@ -183,7 +184,7 @@ def _silver_rows(r: dict[str, Any]) -> list[list[Any]]:
 def _outside_rows(r: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for split in ("tune", "heldout"):
-        for variant in ("pasted", "in-log"):
+        for variant in VARIANTS:
             cell = _get(r, "quality", "outside", split, variant) or {}
             for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
                 x = cell.get(system)
@@ -333,7 +334,9 @@ def markdown(r: dict[str, Any]) -> str:
         )
         lines += [
             "`pasted` is the error or symptom as the user gave it; `in-log` is the same inside ~120 lines of its "
-            "engine's ordinary log (`bench/outside_log.py`). Tune on `tune` only; `heldout` is the figure "
+            "engine's ordinary log (`bench/outside_log.py`); `in-report` is the same as the description of a "
+            "bug report in its tracker's template, with a checklist and an environment section "
+            "(`bench/outside_report.py`; reported, not a target). Tune on `tune` only; `heldout` is the figure "
             "that counts.",
             "",
         ]

@@ -253,12 +253,12 @@ class LookupEngine:
         parsed = parse_input(text)
         if parsed.client is None:
             # Client applications the index knows (repositories of client-side threads), by name.
-            named = snap.retriever.engines.named_client(text)
+            named = snap.retriever.engines.named_client(parsed.account)
             if named is not None:
                 parsed = parsed.model_copy(update={"client": named})
         if not parsed.engines:
             # Serving engines the index knows beyond the engine table (exo, gpustack, ...), by name.
-            server = snap.retriever.engines.named_server(text)
+            server = snap.retriever.engines.named_server(parsed.account)
             if server is not None:
                 by_name = snap.retriever.engines.named_server
                 failure = parsed.named_by_failure([server], lambda t: [by_name(t)])

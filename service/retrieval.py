@@ -631,7 +631,7 @@ class Retriever:
 
         A dotted word also counts by its parts: ``mlx_lm.server`` is a module of ``mlx-lm``.
         """
-        words = {w.replace("_", "-") for w in name_words(parsed.text[:200_000])}
+        words = {w.replace("_", "-") for w in name_words(parsed.account[:200_000])}
         return frozenset(words | {part for w in words if "." in w for part in w.split(".") if len(part) >= 3})
 
     @staticmethod

@@ -462,10 +462,27 @@ def test_evaluate_outside_covers_both_splits_and_variants_within_the_limit() -> 
 
     out = evaluate_outside({"pipeline": system}, limit=4)
     for split in ("tune", "heldout"):
-        for variant in ("pasted", "in-log"):
+        for variant in ("pasted", "in-log", "in-report"):
             cell = out[split][variant]
             assert cell["queries"] <= 4 and cell["pipeline"]["hit1"] == 1.0
-    assert sum(text.count("\n") >= 100 for text in seen) == len(seen) // 2  # the in-log half: whole logs
+    assert sum(text.count("\n") >= 100 for text in seen) == len(seen) // 3  # the in-log third: whole logs
+    reports = [text for text in seen if text.lstrip().startswith(("###", "**Describe"))]
+    assert len(reports) == len(seen) // 3  # the in-report third: a template around the query
+
+
+def test_the_in_report_variant_writes_each_engines_template_around_the_query() -> None:
+    from bench.outside_report import TEMPLATES, in_report
+    from service.analysis.input import parse_input
+
+    query = Query("x", "symptom", "gpt-oss tool calls come back as plain text in the answer", ["o/r#1"], None, [], False)
+    for engine in [*TEMPLATES, None, "lm-studio"]:
+        (reported,) = in_report([query], {"x": engine})
+        assert reported.id == "x" and reported.relevant == query.relevant
+        assert query.text in reported.text and reported.text != query.text
+        assert in_report([query], {"x": engine})[0].text == reported.text  # seeded: the same every run
+        parsed = parse_input(reported.text)
+        assert parsed.prose == [query.text]  # the headings, checklist and environment are not the account
+        assert parsed.body and "environment" not in parsed.query_text.lower()
 
 
 def test_a_new_batch_of_outside_records_leaves_earlier_splits_where_they_were() -> None:

@@ -6,6 +6,10 @@ carries the failure (error lines are found by ``indexer.signatures.error_lines``
 sentences, and says when a log has no failure line at all, so the lookup can answer "nothing failed
 here" instead of guessing.
 
+A pasted bug report is read by its markdown structure too: template headings, checklists, HTML comments
+and ``<details>`` markup are dropped, and an environment section (``collect_env`` output, OS, GPU,
+package versions) is context, never the user's account of the failure.
+
 One pass over the lines, each cut to ``MAX_LINE`` and checked with a few anchored patterns, and at most
 ``MAX_LINES`` lines looked at: linear in the input, whatever it holds.
 """
@@ -60,6 +64,19 @@ _INFO_LITERALS = ("INFO", "DEBUG", "[I]")
 """One of these is in every match of ``_INFO``."""
 
 
+# An environment dump: aligned "Key      : value" (collect_env), "Key:     value" (lscpu), a package
+# list ("[pip3] torch==2.8.0"), a rule of "=" between its sections. Each holds one of _DUMP_LITERALS.
+_DUMP = re.compile(
+    r"\s{0,4}[A-Za-z][\w .()/+-]{0,60}?\s{2,}: |\s{0,4}[A-Z][\w .()/+-]{1,40}:\s{3,}\S"
+    r"|\[(?:pip3?|conda)\] |={5,}\s*$"
+)
+_DUMP_LITERALS = ("  : ", ":   ", "[pip", "[conda] ", "=====")
+
+
+def _env_dump(line: str) -> bool:
+    return any(literal in line for literal in _DUMP_LITERALS) and _DUMP.match(line) is not None
+
+
 def _boilerplate(line: str) -> bool:
     return _BOILERPLATE_START.match(line) is not None or (
         any(literal in line for literal in _ANYWHERE_LITERALS) and _BOILERPLATE_ANYWHERE.search(line) is not None
@@ -70,6 +87,21 @@ def _info(head: str) -> bool:
     return any(literal in head for literal in _INFO_LITERALS) and _INFO.search(head) is not None
 
 
+# A bug report's markdown structure. A short heading is a template's section name ("### Describe the bug",
+# "**Environment**"; "# x" is left alone: in a pasted script it is a comment); a line of markup (a checklist item, a fence, <details>, an HTML comment, an issue
+# form's empty field) holds no account of the failure.
+_HEADING = re.compile(r"^\s{0,3}(?:#{2,6}\s+(.{1,80}?)\s*#*\s*$|\*\*([^*]{2,60})\*\*:?\s*$)")
+_MARKUP = re.compile(r"^\s{0,3}(?:</?(?:details|summary|br|p|pre|code)\b|<!--|-->|`{3}|~{3}|[-*+] \[[ xX]\] |_No response_\s*$)")
+_MARKDOWN_START = "#*<`~+_-"
+"""The first character of every line ``_HEADING`` or ``_MARKUP`` matches (or an HTML comment opens)."""
+# Section names (and <summary> texts) whose lines describe the machine, not the failure: an issue
+# template's environment fields (vLLM's collect_env, Ollama's OS/GPU/CPU/version, llama.cpp's "Name and
+# Version", SGLang's "Environment").
+_ENV_SECTION = re.compile(
+    r"environment|system info|collect_env|\bversions?\b|\bos\b|operating systems?|\b[gc]pus?\b|hardware"
+    r"|platform|packages|dependencies|\bsetup\b",
+    re.I,
+)
 _WORD = re.compile(r"[A-Za-z][a-z']{1,30}")
 _CODE_LIKE = re.compile(r"^\s{0,8}(?:File \"|at |\$ |>>>|#|//|\{|\}|\[|\]|def |class |import |from \S+ import)")
 # A command line (``vllm serve ... --chat-template x``): context, not the user's account of the failure.
@@ -91,6 +123,14 @@ class Distilled:
     plain: list[str] = field(default_factory=list)
     """The kept lines that neither start like a log record nor continue one (indented): text the user
     wrote or pasted among the records (a command with a remark, a title, a quoted reply), in input order."""
+    environment: list[tuple[int, int]] = field(default_factory=list)
+    """Line spans ``[start, end)`` of a bug report's environment sections, their headings included."""
+
+    def _in_environment(self, number: int) -> None:
+        if self.environment and self.environment[-1][1] == number:
+            self.environment[-1] = (self.environment[-1][0], number + 1)
+        else:
+            self.environment.append((number, number + 1))
 
     @property
     def is_log_dump(self) -> bool:
@@ -120,16 +160,45 @@ def distill(text: str) -> Distilled:
     """Split a pasted input into the user's prose, log boilerplate (counted, dropped) and the rest."""
     out = Distilled()
     prose_chars = 0
+    # Inside an environment section / a multi-line HTML comment / a fenced block (where "## x" is text).
+    environment = comment = fenced = False
     for number, raw in enumerate(text.splitlines()):
         if number >= MAX_LINES:
             break
         line = raw[:MAX_LINE]
-        if len(line) < 4 or not line.strip():
+        stripped = line.strip()
+        if not stripped:
+            if environment:
+                out._in_environment(number)
+            continue
+        # Markdown starts with one of these; a log record never does, so most lines skip every pattern.
+        marked = stripped[0] in _MARKDOWN_START
+        if comment or (marked and stripped.startswith("<!--")):
+            comment = "-->" not in line
+            out.dropped += 1
+            continue
+        heading = _HEADING.match(line) if marked and not fenced else None
+        section = heading is not None and len(_WORD.findall(line)) <= 10
+        markup = marked and not section and _MARKUP.match(line) is not None
+        if markup and stripped.startswith(("```", "~~~")):
+            fenced = not fenced
+        if heading is not None and section:
+            environment = _ENV_SECTION.search(heading.group(1) or heading.group(2) or "") is not None
+        elif markup and "<summary" in line:
+            environment = _ENV_SECTION.search(line) is not None
+        if environment:
+            out._in_environment(number)
+            if markup and "</details" in line:
+                environment = False
+        if section or markup or environment:
+            out.dropped += 1
+            continue
+        if len(line) < 4:
             continue
         decorated = _DECORATED.match(line) is not None
         if decorated:
             out.log_lines += 1
-        if _boilerplate(line) or (decorated and _info(line[:120])):
+        if _boilerplate(line) or (decorated and _info(line[:120])) or _env_dump(line):
             out.dropped += 1
             continue
         if not decorated and prose_chars < MAX_PROSE_CHARS and _is_prose(line):

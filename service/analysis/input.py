@@ -57,11 +57,21 @@ class ParsedInput(BaseModel):
         default=None, description="Another model family the input names while it carries no gpt-oss signal"
     )
     log_dump: bool = Field(default=False, description="True when most of the input is log records (a pasted log)")
+    body: str = Field(
+        default="",
+        description="The input without a bug report's environment sections (collect_env output, OS, GPU and "
+        "package fields): what the rules that read the whole input read; empty when it has none",
+    )
     plain: list[str] = Field(
         default=[],
         description="In a pasted log with no failing line and no sentence: the undecorated lines among the "
         "records (text the user put there), which then stand for the failure",
     )
+
+    @property
+    def account(self) -> str:
+        """The input as the user's account of the failure: without its environment sections, if any."""
+        return self.body or self.text
 
     @property
     def failure_text(self) -> str:
@@ -108,6 +118,8 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
     ("ollama", Needled(r"\bollama(?: version is)?[= :]{1,10}" + _VERSION, ("ollama=", "ollama ", "ollama:"), re.I)),
     ("vllm-mlx", Needled(r"\bvllm[-_]mlx(?: version)?[= :]{1,10}" + _VERSION, ("vllm-mlx", "vllm_mlx"), re.I)),
     ("cuda", Needled(r"\bCUDA(?: Version)?:? " + _VERSION, ("cuda ", "cuda:"))),
+    # collect_env's "vLLM Version : 0.10.1.1" (after the user's own mention, which wins).
+    ("vllm", Needled(r"\bvLLM Version\s{0,40}:\s{0,4}" + _VERSION, ("vllm version",), re.I)),
 ]
 
 _CLI_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]{0,30}(?:-[a-z0-9]{1,30}){0,8})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?")
@@ -197,7 +209,8 @@ def _model(text: str, folded: str | None = None) -> str | None:
     if tag:
         return tag.group(1)
     match = _MODEL.search(text) if "gpt-oss-" in folded else None
-    return match.group(1) if match else None
+    # "gpt-oss-20b:latest" is an Ollama tag; the colon or dot of "serving gpt-oss-120b: tools ..." is not.
+    return match.group(1).rstrip(":.-") if match else None
 
 
 MAX_TOKEN_IDS = 64
@@ -264,6 +277,16 @@ def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> s
     return "\n".join(chosen)[:MAX_QUERY_CHARS]
 
 
+def _without(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` without the line spans ``[start, end)`` (a report's environment sections)."""
+    if not spans:
+        return ""
+    lines = text.splitlines()
+    for start, end in reversed(spans):
+        del lines[start:end]
+    return "\n".join(lines)
+
+
 def parse_input(text: str) -> ParsedInput:
     """Parse one pasted error line, client exception, traceback or whole log."""
     keyed = keyed_error_lines(text)
@@ -273,6 +296,7 @@ def parse_input(text: str) -> ParsedInput:
     signatures = [line for line, _ in signature_keys]
     folded = _folded(text)
     distilled = distill(text)
+    body = _without(text, distilled.environment)
     strong = [e.text for e in lines if e.weight >= 1.0]
     # A sentence that is itself an error line is already evidence: prose is what the user adds to it.
     seen = {key for _, key in keyed}
@@ -287,14 +311,29 @@ def parse_input(text: str) -> ParsedInput:
         versions=_versions(text, folded),
         flags=_flags(text),
         model=_model(text, folded),
-        client=detect_client(text),
-        engines=detect_engines(text, strong[:5]),
+        client=detect_client(body or text),  # a package list names libraries installed, not the client
+        engines=_engines(text, body, strong[:5]),
         token_ids=_token_ids(text, signatures),
         prose=distilled.prose,
         failure_found=bool(strong or distilled.prose) or not distilled.is_log_dump,
         other_model=_other_model(text),
         log_dump=distilled.is_log_dump,
+        body=body,
         plain=distilled.plain if distilled.is_log_dump and not (strong or distilled.prose) else [],
     )
     parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines)
+    if body:
+        # A report's account names the failing engine; its environment section only what is installed.
+        parsed.failure_engines = [e for e in parsed.failure_engines if e in detect_engines(body, strong[:5])] or (
+            parsed.failure_engines
+        )
     return parsed
+
+
+def _engines(text: str, body: str, failing: list[str]) -> list[str]:
+    """The engines the input names, those its account names first (a report's environment section last)."""
+    engines = detect_engines(text, failing)
+    if not body:
+        return engines
+    told = detect_engines(body, failing)
+    return [*told, *(e for e in engines if e not in told)]

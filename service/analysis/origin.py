@@ -315,7 +315,7 @@ def match_input(parsed: ParsedInput) -> _Finding | None:
     """
     said = (*parsed.prose, *parsed.plain)  # in a log without either, the user's undecorated lines say it
     failing = bool(parsed.signatures or said)
-    context = "" if failing else parsed.text
+    context = "" if failing else parsed.account
     return _match_cached(tuple(parsed.signatures), said, context)
 
 
@@ -469,7 +469,7 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
             explanation += f" {client} only reports what the server returned; the fix is on the server side."
         return Origin(side=rule.side, component=rule.category, explanation=explanation)
     prior: dict[Side, float] = {}
-    text = text_window(parsed.text)
+    text = text_window(parsed.account)
     if found is None:
         # A described behaviour with no error text: whoever the user names is the first suspect. A
         # named client application is more specific than the engine behind it, so it leads a tie.

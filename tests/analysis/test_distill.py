@@ -142,3 +142,79 @@ def test_an_issue_titles_tag_is_not_a_log_record() -> None:
     assert distill(LLAMA_CPP_START + title).plain[-1] == title
     records = ["[api_server.py:1839] x", "[GIN] 2025/08/21 - 10:00:00 | 200 | 1ms", "[I] loading", "[TP0] ready"]
     assert distill("\n".join(records)).log_lines == len(records)
+
+
+REPORT = """\
+### Your current environment
+
+<details>
+<summary>The output of <code>python collect_env.py</code></summary>
+
+```text
+==============================
+        System Info
+==============================
+OS                           : Ubuntu 22.04.5 LTS (x86_64)
+Libc version                 : glibc-2.35
+GPU models and configuration :
+GPU 0: NVIDIA GeForce RTX 5090
+Flags:                                fpu vme de pse tsc msr pae avx2
+[pip3] litellm==1.77.0
+[pip3] triton==3.4.0
+vLLM Version                 : 0.10.2
+```
+
+</details>
+
+### 🐛 Describe the bug
+
+<!-- Paste the failing request and what came back. -->
+Through LM Studio the 20b model streams its analysis text into the chat answer and never ends the turn.
+
+### Before submitting a new issue...
+
+- [x] I searched the issues first.
+"""
+
+
+def test_a_bug_reports_environment_section_is_context_not_the_account() -> None:
+    from service.analysis.origin import classify_origin
+
+    parsed = parse_input(REPORT)
+    account = "Through LM Studio the 20b model streams its analysis text into the chat answer and never ends the turn."
+    assert parsed.prose == [account] and parsed.query_text == account  # no heading, checklist or dump line
+    assert parsed.versions["vllm"] == "0.10.2"  # the environment is still read for versions
+    assert parsed.client is None  # a package list names what is installed, not the client
+    assert parsed.failure_engines == ["lm-studio"] and parsed.engines[-1] == "vllm"
+    assert "glibc" not in parsed.body and account in parsed.body
+    # The hardware and libc lines are context: no environment rule fires on them.
+    assert classify_origin(parsed, []).side != "environment"
+
+
+def test_an_environment_dump_pasted_without_headings_is_boilerplate() -> None:
+    dump = [
+        "PyTorch version              : 2.8.0+cu128",
+        "CUDA used to build PyTorch   : 12.8",
+        "Vulnerability Spectre v2:             Mitigation; Enhanced / Automatic IBRS; RSB filling",
+        "[pip3] numpy==2.2.6",
+        "==============================",
+    ]
+    out = distill("\n".join(dump))
+    assert out.dropped == len(dump) and not out.prose and not out.kept
+
+
+def test_a_comment_in_a_pasted_script_is_not_a_report_section() -> None:
+    script = "\n".join(
+        [
+            "# install the dependencies and the environment",
+            "pip install vllm==0.10.2",
+            "vllm serve openai/gpt-oss-20b --tool-call-parser openai --enable-auto-tool-choice",
+            "```",
+            "## Environment",
+            "```",
+            "The server starts, but every tool call comes back as plain text in the answer.",
+        ]
+    )
+    out = distill(script)
+    assert out.environment == [] and "pip install vllm==0.10.2" in out.kept
+    assert out.prose == ["The server starts, but every tool call comes back as plain text in the answer."]

@@ -123,3 +123,9 @@ def test_the_engines_a_failure_names_leave_out_those_only_its_log_names() -> Non
     pasted = parse_input("vllm serve: the reasoning text shows up in the answer of every second request")
     assert not pasted.log_dump and pasted.failure_engines == ["vllm"]
     assert pasted.named_by_failure(["exo"], lambda text: []) == ["exo"]
+
+
+def test_a_model_name_ends_before_the_sentences_punctuation() -> None:
+    assert parse_input("vLLM serving gpt-oss-120b: tool calls vanish").model == "gpt-oss-120b"
+    assert parse_input("I run openai/gpt-oss-20b.").model == "openai/gpt-oss-20b"
+    assert parse_input("ollama run gpt-oss-20b:latest crashes").model == "gpt-oss-20b:latest"

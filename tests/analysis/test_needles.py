@@ -44,6 +44,7 @@ EXAMPLES = [
     "CUDA 12.8", "LM Studio", "lmstudio", "lms server", "lms load", "httpx.ReadTimeout", "ray-project/llmperf",
     "requests.exceptions.ConnectionError", "ollama run gpt-oss:120b", "http://localhost:11434/api/chat",
     "server_args=ServerArgs(model_path='x')", "Prefill batch. #new-seq: 1", "Decode batch, #running-req: 2",
+    "vLLM Version                 : 0.10.2", "vllm version\t: 0.11.0",
 ]  # fmt: skip
 
 
@@ -112,6 +113,9 @@ DISTILL_EXAMPLES = [
     "INFO 08-21 09:00:00 [api_server.py:1] ok", "[INFO] ok", "level=INFO msg=ok", "DEBUG ok", "[I] ok",
     "[2026-01-02 03:04:05 TP0] Prefill batch, #new-seq: 1", "[2026-01-02 03:04:05] Decode batch. #running-req: 1",
     "token usage: 0.01, gen throughput (token/s): 84.39, #queue-req: 0",
+    "PyTorch version              : 2.8.0", "Is CUDA available  : True", "CPU(s):                 64",
+    "Vulnerability Mds:                    Not affected", "[pip3] numpy==2.2.6", "[conda] Could not collect",
+    "==============================", "  L1d cache:   1.5 MiB",
 ]  # fmt: skip
 
 
@@ -119,13 +123,16 @@ def test_distill_literals_are_in_every_match() -> None:
     """distill skips its unanchored boilerplate and INFO patterns on a line without their literals."""
     from service.analysis import distill
 
-    anywhere = info = 0
+    anywhere = info = dump = 0
     for text in DISTILL_EXAMPLES + _kb_texts():
         for line in text.splitlines():
+            if distill._DUMP.match(line):
+                dump += 1
+                assert any(literal in line for literal in distill._DUMP_LITERALS), line
             if distill._BOILERPLATE_ANYWHERE.search(line):
                 anywhere += 1
                 assert any(literal in line for literal in distill._ANYWHERE_LITERALS), line
             if distill._INFO.search(line):
                 info += 1
                 assert any(literal in line for literal in distill._INFO_LITERALS), line
-    assert anywhere >= 5 and info >= 5
+    assert anywhere >= 5 and info >= 5 and dump >= 8
