@@ -88,101 +88,67 @@ def _collect_env(rng: random.Random) -> list[str]:
     ]
 
 
+def _section(title: str, *body: str) -> list[str]:
+    """One issue-form field: its heading, a blank line, its lines, a blank line."""
+    return [f"### {title}", "", *body, ""]
+
+
 def _vllm(rng: random.Random, query: str) -> list[str]:
     return [
         "### Your current environment",
         "",
         *_details("The output of <code>python collect_env.py</code>", _collect_env(rng)),
         "",
-        "### 🐛 Describe the bug",
-        "",
-        query,
-        "",
-        "### Before submitting a new issue...",
-        "",
-        "- [x] I looked through the open and closed issues and the documentation first.",
+        *_section("🐛 Describe the bug", query),
+        *_section("Before submitting a new issue...", "- [x] I looked through the open and closed issues first."),
     ]
 
 
 def _ollama(rng: random.Random, query: str) -> list[str]:
     return [
-        "### What is the issue?",
-        "",
-        query,
-        "",
-        "### Relevant log output",
-        "",
-        "```shell",
-        "",
-        "```",
-        "",
-        "### OS",
-        "",
-        rng.choice(["Linux", "macOS", "Windows", "Docker"]),
-        "",
-        "### GPU",
-        "",
-        rng.choice(["Nvidia", "AMD", "Apple"]),
-        "",
-        "### CPU",
-        "",
-        rng.choice(["Intel", "AMD", "Apple"]),
-        "",
-        "### Ollama version",
-        "",
-        f"0.{rng.randrange(11, 13)}.{rng.randrange(0, 11)}",
+        *_section("What is the issue?", query),
+        *_section("Relevant log output", "```shell", "", "```"),
+        *_section("OS", rng.choice(["Linux", "macOS", "Windows", "Docker"])),
+        *_section("GPU", rng.choice(["Nvidia", "AMD", "Apple"])),
+        *_section("CPU", rng.choice(["Intel", "AMD", "Apple"])),
+        *_section("Ollama version", f"0.{rng.randrange(11, 13)}.{rng.randrange(0, 11)}"),
     ]
 
 
 def _llama_cpp(rng: random.Random, query: str) -> list[str]:
-    build = rng.randrange(6000, 7000)
-    return [
-        "### Name and Version",
-        "",
+    version = [
         "$ ./llama-server --version",
-        f"version: {build} ({rng.getrandbits(28):07x})",
+        f"version: {rng.randrange(6000, 7000)} ({rng.getrandbits(28):07x})",
         "built with cc (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0 for x86_64-linux-gnu",
-        "",
-        "### Operating systems",
-        "",
-        rng.choice(["Linux", "Mac", "Windows"]),
-        "",
-        "### Which llama.cpp modules do you know to be affected?",
-        "",
-        "llama-server",
-        "",
-        "### Problem description & steps to reproduce",
-        "",
-        query,
-        "",
-        "### First Bad Commit",
-        "",
-        "_No response_",
+    ]
+    return [
+        *_section("Name and Version", *version),
+        *_section("Operating systems", rng.choice(["Linux", "Mac", "Windows"])),
+        *_section("Which llama.cpp modules do you know to be affected?", "llama-server"),
+        *_section("Problem description & steps to reproduce", query),
+        *_section("First Bad Commit", "_No response_"),
     ]
 
 
 def _sglang(rng: random.Random, query: str) -> list[str]:
-    gpu = rng.choice(_GPUS)
-    return [
-        "### Checklist",
-        "",
-        "- [x] I searched related issues and found nothing that answers this.",
-        "- [x] The bug persists in the latest version.",
-        "",
-        "### Describe the bug",
-        "",
-        query,
-        "",
-        "### Environment",
-        "",
+    environment = [
         f"Python: 3.12.{rng.randrange(3, 12)} (main) [GCC 11.4.0]",
         "CUDA available: True",
-        f"GPU 0,1: {gpu}",
+        f"GPU 0,1: {rng.choice(_GPUS)}",
         "CUDA Driver Version: 570.133.20",
         "PyTorch: 2.8.0+cu128",
         f"sglang: 0.5.{rng.randrange(0, 6)}",
         "flashinfer_python: 0.3.1",
         "transformers: 4.56.1",
+    ]
+    checklist = [
+        "- [x] I searched related issues and found nothing that answers this.",
+        "- [x] It still fails on the latest version.",
+    ]
+    return [
+        *_section("Checklist", *checklist),
+        *_section("Describe the bug", query),
+        *_section("Environment", *environment),
     ]
 
 

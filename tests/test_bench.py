@@ -474,7 +474,8 @@ def test_the_in_report_variant_writes_each_engines_template_around_the_query() -
     from bench.outside_report import TEMPLATES, in_report
     from service.analysis.input import parse_input
 
-    query = Query("x", "symptom", "gpt-oss tool calls come back as plain text in the answer", ["o/r#1"], None, [], False)
+    text = "gpt-oss tool calls come back as plain text in the answer"
+    query = Query("x", "symptom", text, ["o/r#1"], None, [], False)
     for engine in [*TEMPLATES, None, "lm-studio"]:
         (reported,) = in_report([query], {"x": engine})
         assert reported.id == "x" and reported.relevant == query.relevant

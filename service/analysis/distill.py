@@ -87,11 +87,14 @@ def _info(head: str) -> bool:
     return any(literal in head for literal in _INFO_LITERALS) and _INFO.search(head) is not None
 
 
-# A bug report's markdown structure. A short heading is a template's section name ("### Describe the bug",
-# "**Environment**"; "# x" is left alone: in a pasted script it is a comment); a line of markup (a checklist item, a fence, <details>, an HTML comment, an issue
-# form's empty field) holds no account of the failure.
+# A bug report's markdown structure. A short heading is a template's section name ("### Describe the
+# bug", "**Environment**"; "# x" is left alone: in a pasted script it is a comment); a line of markup (a
+# checklist item, a fence, <details>, an HTML comment, an issue form's empty field) says nothing about
+# the failure.
 _HEADING = re.compile(r"^\s{0,3}(?:#{2,6}\s+(.{1,80}?)\s*#*\s*$|\*\*([^*]{2,60})\*\*:?\s*$)")
-_MARKUP = re.compile(r"^\s{0,3}(?:</?(?:details|summary|br|p|pre|code)\b|<!--|-->|`{3}|~{3}|[-*+] \[[ xX]\] |_No response_\s*$)")
+_MARKUP = re.compile(
+    r"^\s{0,3}(?:</?(?:details|summary|br|p|pre|code)\b|<!--|-->|`{3}|~{3}|[-*+] \[[ xX]\] |_No response_\s*$)"
+)
 _MARKDOWN_START = "#*<`~+_-"
 """The first character of every line ``_HEADING`` or ``_MARKUP`` matches (or an HTML comment opens)."""
 # Section names (and <summary> texts) whose lines describe the machine, not the failure: an issue

@@ -118,7 +118,7 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
     ("ollama", Needled(r"\bollama(?: version is)?[= :]{1,10}" + _VERSION, ("ollama=", "ollama ", "ollama:"), re.I)),
     ("vllm-mlx", Needled(r"\bvllm[-_]mlx(?: version)?[= :]{1,10}" + _VERSION, ("vllm-mlx", "vllm_mlx"), re.I)),
     ("cuda", Needled(r"\bCUDA(?: Version)?:? " + _VERSION, ("cuda ", "cuda:"))),
-    # collect_env's "vLLM Version : 0.10.1.1" (after the user's own mention, which wins).
+    # collect_env's "vLLM Version : X.Y.Z" (after the user's own mention, which wins).
     ("vllm", Needled(r"\bvLLM Version\s{0,40}:\s{0,4}" + _VERSION, ("vllm version",), re.I)),
 ]
 

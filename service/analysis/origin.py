@@ -73,7 +73,8 @@ RULES: tuple[Rule, ...] = (
             r"|\d{1,3} validation errors? for \w{0,40}Request\b"
             r"|does not support ['\"]?\w{2,40}['\"]?,? ignoring"
             r"|tool_choice\W{0,4}(?:\w{1,20}\W{1,4}){0,3}(?:is )?(?:not supported|unsupported|invalid|must be)"
-            r"|reasoning(?:_content|_effort)?['\"]?\W{0,4}(?:is |was )?(?:not permitted|unexpected|unrecognized|not supported|unsupported)"
+            r"|reasoning(?:_content|_effort)?['\"]?\W{0,4}(?:is |was )?"
+            r"(?:not permitted|unexpected|unrecognized|not supported|unsupported)"
         ),
         "the request the client sent has the wrong shape for this server (a missing or extra field, a "
         "tool_choice or reasoning parameter the server does not take); the client or its settings must change",
