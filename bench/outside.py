@@ -90,9 +90,7 @@ def assign_splits(records: Sequence[dict[str, Any]], seed: int = SPLIT_SEED) -> 
     return out
 
 
-def _each_record(
-    records: Sequence[dict[str, Any]], cards: set[str]
-) -> Iterator[tuple[dict[str, Any], str, list[str]]]:
+def _each_record(records: Sequence[dict[str, Any]], cards: set[str]) -> Iterator[tuple[dict[str, Any], str, list[str]]]:
     """Each record with its id and what is wrong with its id and thread (both validators start so)."""
     seen_ids: set[str] = set()
     seen_reports: set[str] = set()
@@ -292,7 +290,8 @@ def evaluate_outside_formats(
     limit: int | None = None,
     path: Path = OUTSIDE_FILE,
 ) -> dict[str, Any]:
-    """The pipeline on the outside set's positives of each split, buried in each log format of ``LOGS``.
+    """The pipeline on the outside set's positives of each split, buried in each log format of ``LOGS``,
+    and their in-log variant as each of ``RELAYS`` delivers it (docker compose, kubectl, journald, colours).
 
     A user may paste the same failure inside any engine's log, so a distiller gap for one format shows
     here even when no record of that engine exists. One row per split and format (positives, hit@1,
@@ -300,17 +299,21 @@ def evaluate_outside_formats(
     Reporting only, not a target; no misses are recorded, of either split. ``limit`` keeps an even sample
     of at most that many positives per split (the bench's ``--quick``).
     """
-    from bench.outside_log import LOGS, in_format
+    from bench.outside_log import LOGS, RELAYS, in_format, in_log, relayed
     from bench.phases import subset
 
     started = time.perf_counter()
     engine_of = engines(load_records(path))
-    out: dict[str, Any] = {"file": str(path.name), "formats": list(LOGS), "rows": [], "min_hit1": {}}
+    relays = [f"in-log via {relay}" for relay in RELAYS]
+    out: dict[str, Any] = {"file": str(path.name), "formats": [*LOGS, *relays], "rows": [], "min_hit1": {}}
     for split in SPLITS:
         positives = subset([q for q in load_outside(split, path) if q.relevant], limit)
+        variants = [(family, in_format(positives, engine_of, family)) for family in LOGS]
+        logged = in_log(positives, engine_of)
+        variants += [(name, relayed(logged, positives, relay)) for name, relay in zip(relays, RELAYS, strict=True)]
         rows = []
-        for family in LOGS:
-            metrics = evaluate(in_format(positives, engine_of, family), pipeline).as_dict()  # misses dropped
+        for family, queries in variants:
+            metrics = evaluate(queries, pipeline).as_dict()  # misses dropped
             rows.append({"split": split, "format": family, **{k: metrics[k] for k in ("n", "hit1", "hit5", "mrr10")}})
         out["rows"] += rows
         if positives:

@@ -10,6 +10,7 @@ from a thread.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -471,3 +472,31 @@ def in_format(
 ) -> list[Query]:
     """Each query buried in a log of ``family``'s format (one of ``LOGS``), whatever engine its record names."""
     return in_log(queries, {q.id: engine_in_format(family, engines.get(q.id)) for q in queries}, seed=seed)
+
+
+# How a log reaches the user when a collector relays it: each relay rewrites one line (its index, its text).
+_LEVEL = re.compile(r"\b(INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b")
+_COLOUR = {"INFO": "32", "WARNING": "33", "WARN": "33", "ERROR": "31", "DEBUG": "36", "CRITICAL": "1;31"}
+RELAYS: dict[str, Callable[[int, str], str]] = {
+    "docker compose": lambda i, line: f"gptoss-server-1  | {line}",
+    "kubectl --timestamps": lambda i, line: f"2025-09-03T10:{i // 60 % 60:02d}:{i % 60:02d}.{i:09d}Z {line}",
+    "journald": lambda i, line: f"Sep 03 10:{i // 60 % 60:02d}:{i % 60:02d} gpu-node-3 server[4242]: {line}",
+    "terminal colours": lambda i, line: _LEVEL.sub(lambda m: f"\x1b[{_COLOUR[m.group(1)]}m{m.group(1)}\x1b[0m", line),
+}
+"""docker compose's service column, a timestamp per line, journald's header, a terminal's colour codes."""
+
+
+def relayed(logged: Sequence[Query], pasted: Sequence[Query], relay: str) -> list[Query]:
+    """Each in-log query as ``relay`` delivers its log. The log's lines are rewritten; a sentence the user
+    wrote among them is not (a symptom query's own lines), an error line is (it came from the log)."""
+    rewrite = RELAYS[relay]
+    own = {q.id: set(q.text.splitlines()) if q.category != "error" else set() for q in pasted}
+    return [
+        replace(
+            q,
+            text="\n".join(
+                line if line in own.get(q.id, ()) else rewrite(i, line) for i, line in enumerate(q.text.splitlines())
+            ),
+        )
+        for q in logged
+    ]

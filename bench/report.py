@@ -349,8 +349,9 @@ def markdown(r: dict[str, Any]) -> str:
         lines += [
             "The outside set's positives of each split, each buried in ~120 lines of every log format of "
             "`bench/outside_log.py` (whatever engine its report names; a query's own format gives its `in-log` "
-            "text). A format far below the others points at a gap in reading that engine's log. No misses are "
-            f"recorded. Took {_fmt(seconds, ' s')}.",
+            "text), then the `in-log` variant as a collector relays it (`RELAYS`: docker compose's service column, "
+            "kubectl's timestamps, journald's header, terminal colour codes). A format far below the others points "
+            f"at a gap in reading that engine's log. No misses are recorded. Took {_fmt(seconds, ' s')}.",
             "",
         ]
 

@@ -506,7 +506,7 @@ def test_outside_formats_give_one_row_per_split_and_format_and_record_no_query(t
     """Every positive of each split buried in each of the seven log formats; negatives left out; the
     output names no query (no misses, held-out or tune); the lowest hit@1 names its format."""
     from bench.outside import SPLITS, evaluate_outside_formats, load_outside
-    from bench.outside_log import LOGS, in_format, in_log
+    from bench.outside_log import LOGS, RELAYS, in_format, in_log
 
     def record(qid: str, split: str, engine: str | None, relevant: list[str]) -> dict[str, Any]:
         expect: dict[str, Any] = {"engine": engine} if relevant else {"no_match": True}
@@ -534,13 +534,15 @@ def test_outside_formats_give_one_row_per_split_and_format_and_record_no_query(t
         return Outcome(ranked=["o/r#9", *q.relevant] if missed else q.relevant)
 
     out = evaluate_outside_formats(system, path=path)
-    assert [(row["split"], row["format"]) for row in out["rows"]] == [(s, f) for s in SPLITS for f in LOGS]
+    relays = [f"in-log via {relay}" for relay in RELAYS]
+    assert [(row["split"], row["format"]) for row in out["rows"]] == [(s, f) for s in SPLITS for f in [*LOGS, *relays]]
     for row in out["rows"]:
         want = (0.0, 1.0, 0.5) if row["format"] == "ollama" else (1.0, 1.0, 1.0)
         assert (row["n"], row["hit1"], row["hit5"], row["mrr10"]) == (1, *want), row
     assert out["min_hit1"] == {s: {"hit1": 0.0, "formats": ["ollama"]} for s in SPLITS}
-    assert len(seen) == 2 * len(LOGS) and not any("out903" in text for text in seen)  # positives only
-    assert sum("[GIN]" in t for t in seen) == 2 and sum("mlx_lm.server" in t for t in seen) == 1
+    assert len(seen) == 2 * (len(LOGS) + len(RELAYS)) and not any("out903" in text for text in seen)  # positives
+    # The relays deliver each record's own in-log text (out901: mlx, a Python server's log).
+    assert sum("[GIN]" in t for t in seen) == 2 and sum("mlx_lm.server" in t for t in seen) == 1 + len(RELAYS)
     dumped = json.dumps(out)
     assert not any(r["id"] in dumped or r["query"] in dumped for r in records)
     queries = load_outside("tune", path)[:1]
@@ -578,3 +580,20 @@ def test_a_fitted_move_must_gain_two_queries_worth_of_rank() -> None:
     bar = min_gain([queries, negative])
     assert bar == pytest.approx(2 * 1.25 / 40)  # negatives do not count: they have no rank to gain
     assert score(1) - score(0) < bar <= score(2) - score(0) + 1e-12
+
+
+def test_a_relayed_log_rewrites_the_records_but_not_the_users_own_sentence() -> None:
+    from bench.outside_log import RELAYS, in_log, relayed
+
+    symptom = Query("s", "symptom", "every tool call comes back as plain text", ["o/r#1"], None, [], False)
+    error = Query(
+        "e", "error", "ValueError: Expected 2 output messages (reasoning and final), but got 3.", [], None, [], False
+    )
+    logged = in_log([symptom, error], {"s": "vllm", "e": "vllm"})
+    for relay in RELAYS:
+        out = {q.id: q for q in relayed(logged, [symptom, error], relay)}
+        assert symptom.text in out["s"].text.splitlines()  # the user's sentence arrives as written
+        if relay != "terminal colours":  # (a colour code marks a level word; this error line has none)
+            assert error.text not in out["e"].text.splitlines()  # the error line came from the log: relayed too
+        assert len(out["s"].text.splitlines()) == len(logged[0].text.splitlines())
+        assert out["s"].text != logged[0].text

@@ -159,6 +159,50 @@ def _is_prose(line: str) -> bool:
     return letters >= 0.6 * len(line.strip()) and symbols <= 0.1 * len(line)
 
 
+# What a log collector puts before every line it relays: docker compose's service column, a timestamp
+# (``kubectl logs --timestamps``, ``docker logs -t``), journald's or syslog's header. The record under it
+# is the engine's own line, which the patterns here and in indexer.signatures read.
+_COLLECTORS = (
+    re.compile(r"^[\w.-]{1,60} {0,12}\| ?", re.M),
+    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ", re.M),
+    re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,64} [\w.@/-]{1,64}(?:\[\d{1,10}\])?: ", re.M),
+)
+COLLECTOR_SAMPLE = 400
+"""Non-empty lines at the head of an input that decide whether a collector prefixed it."""
+COLLECTOR_CHARS = 100_000
+"""Characters of the head those lines are taken from."""
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]")
+"""A terminal's colour or cursor code (``\x1b[31m``), kept by ``docker logs`` output saved to a file."""
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u2069]+")
+"""Control characters other than tabs and line ends, and bidirectional overrides: never part of a message."""
+
+
+def unwrap_log(text: str) -> str:
+    """``text`` without terminal colour codes or other control characters, and without the prefix a log
+    collector put on its lines when most of its lines carry one.
+
+    Two collector passes at most (docker compose output with timestamps). A prefix on a few lines only is
+    left: it is text the user wrote, not the collector's.
+    """
+    if "\x1b[" in text:
+        text = _ANSI.sub("", text)
+    if _CONTROL.search(text) is not None:
+        text = _CONTROL.sub("", text)
+    for _ in range(2):
+        sample = [line for line in text[:COLLECTOR_CHARS].splitlines() if line.strip()][:COLLECTOR_SAMPLE]
+        if len(sample) < 3:
+            return text
+        for pattern in _COLLECTORS:
+            if sum(pattern.match(line) is not None for line in sample) * 5 >= len(sample) * 3:
+                text = pattern.sub("", text)
+                break
+        else:
+            return text
+    return text
+
+
 def distill(text: str) -> Distilled:
     """Split a pasted input into the user's prose, log boilerplate (counted, dropped) and the rest."""
     out = Distilled()

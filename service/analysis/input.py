@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from indexer.signatures import MAX_LINE, keyed_error_lines, normalize_signature
-from service.analysis.distill import Distilled, distill
+from service.analysis.distill import Distilled, distill, unwrap_log
 from service.analysis.engines import detect_client, detect_engines
 from service.analysis.needles import Needled
 from service.analysis.needles import folded as _folded
@@ -32,7 +32,10 @@ class EvidenceLine(BaseModel):
 class ParsedInput(BaseModel):
     """Everything the analysis and retrieval steps need from one pasted error or log."""
 
-    text: str = Field(description="The raw input, bounded")
+    text: str = Field(
+        description="The input, bounded, as the parser reads it: without terminal colour codes or the prefix a "
+        "log collector (docker compose, kubectl --timestamps, journald) put on its lines"
+    )
     signatures: list[str] = Field(default=[], description="Error lines, prefix-stripped, root cause first")
     normalized: list[str] = Field(default=[], description="normalize_signature() of each signature")
     evidence: list[EvidenceLine] = Field(default=[], description="Every error-looking line with its weight")
@@ -289,6 +292,7 @@ def _without(text: str, spans: list[tuple[int, int]]) -> str:
 
 def parse_input(text: str) -> ParsedInput:
     """Parse one pasted error line, client exception, traceback or whole log."""
+    text = unwrap_log(text)
     keyed = keyed_error_lines(text)
     lines = [EvidenceLine(text=e.text, weight=e.weight, kind=e.kind) for e, _ in keyed]
     # Each error line's normalize_signature() comes with it (error_lines computes it to deduplicate).

@@ -218,3 +218,30 @@ def test_a_comment_in_a_pasted_script_is_not_a_report_section() -> None:
     out = distill(script)
     assert out.environment == [] and "pip install vllm==0.10.2" in out.kept
     assert out.prose == ["The server starts, but every tool call comes back as plain text in the answer."]
+
+
+def test_a_log_relayed_by_a_collector_reads_as_the_engines_own_log() -> None:
+    from service.analysis.distill import unwrap_log
+
+    log = BOILERPLATE + FAILURE + "\n"
+    relays = [
+        lambda i, line: f"vllm-server-1  | {line}",  # docker compose
+        lambda i, line: f"2025-09-03T10:00:{i:02d}.123456789Z {line}",  # kubectl logs --timestamps
+        lambda i, line: f"Sep 03 10:00:{i:02d} gpu-node-3 vllm[4242]: {line}",  # journald
+        lambda i, line: f"vllm-1  | 2025-09-03T10:00:{i:02d}Z {line}",  # compose with timestamps: two passes
+        lambda i, line: line.replace("INFO", "\x1b[32mINFO\x1b[0m"),  # a terminal's colour codes
+    ]
+    bare = parse_input(log)
+    for relay in relays:
+        text = "\n".join(relay(i, line) for i, line in enumerate(log.splitlines()))
+        assert unwrap_log(text) == log.rstrip("\n")
+        parsed = parse_input(text)
+        assert parsed.signatures == bare.signatures and parsed.query_text == bare.query_text
+        assert parsed.engines == bare.engines and parsed.versions == bare.versions
+
+
+def test_a_prefix_on_a_few_lines_is_the_users_text_not_a_collector() -> None:
+    from service.analysis.distill import unwrap_log
+
+    text = "router | backend: both answer, but the tool call arrives as plain text\nvllm serve openai/gpt-oss-20b\n"
+    assert unwrap_log(text + "it happens on every request\n") == text + "it happens on every request\n"

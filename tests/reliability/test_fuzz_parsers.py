@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer.signatures import MAX_LINE, error_lines, normalize_signature, strip_log_prefix
+from service.analysis.distill import unwrap_log
 from service.analysis.input import MAX_QUERY_CHARS, ParsedInput, parse_input
 from service.config import Settings
 from service.engine import LookupEngine
@@ -111,7 +112,7 @@ def check_error_lines(text: str, out: list[Any]) -> None:
 
 
 def check_parsed(text: str, parsed: ParsedInput) -> None:
-    assert parsed.text == text
+    assert parsed.text == unwrap_log(text)  # colour codes and a collector's prefixes are all it drops
     assert parsed.normalized == [normalize_signature(s) for s in parsed.signatures]
     assert len(parsed.query_text) <= MAX_QUERY_CHARS
     assert len(parsed.flags) <= 60
