@@ -9,6 +9,7 @@ from a thread.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections.abc import Callable, Sequence
@@ -482,8 +483,12 @@ RELAYS: dict[str, Callable[[int, str], str]] = {
     "kubectl --timestamps": lambda i, line: f"2025-09-03T10:{i // 60 % 60:02d}:{i % 60:02d}.{i:09d}Z {line}",
     "journald": lambda i, line: f"Sep 03 10:{i // 60 % 60:02d}:{i % 60:02d} gpu-node-3 server[4242]: {line}",
     "terminal colours": lambda i, line: _LEVEL.sub(lambda m: f"\x1b[{_COLOUR[m.group(1)]}m{m.group(1)}\x1b[0m", line),
+    "docker json-file": lambda i, line: json.dumps(
+        {"log": f"{line}\n", "stream": "stderr", "time": f"2025-09-03T10:{i // 60 % 60:02d}:{i % 60:02d}.{i:09d}Z"}
+    ),
 }
-"""docker compose's service column, a timestamp per line, journald's header, a terminal's colour codes."""
+"""docker compose's service column, a timestamp per line, journald's header, a terminal's colour codes,
+docker's json-file driver (one JSON object per line, as under /var/lib/docker/containers)."""
 
 
 def relayed(logged: Sequence[Query], pasted: Sequence[Query], relay: str) -> list[Query]:

@@ -16,7 +16,9 @@ One pass over the lines, each cut to ``MAX_LINE`` and checked with a few anchore
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from indexer.signatures import MAX_LINE
@@ -171,6 +173,8 @@ COLLECTOR_SAMPLE = 400
 """Non-empty lines at the head of an input that decide whether a collector prefixed it."""
 COLLECTOR_CHARS = 100_000
 """Characters of the head those lines are taken from."""
+MAX_RECORD = 64_000
+"""A longer line is not read as a JSON log record (a record carrying a whole traceback is far shorter)."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[A-Za-z]")
@@ -183,24 +187,61 @@ def unwrap_log(text: str) -> str:
     """``text`` without terminal colour codes or other control characters, and without the prefix a log
     collector put on its lines when most of its lines carry one.
 
-    Two collector passes at most (docker compose output with timestamps). A prefix on a few lines only is
-    left: it is text the user wrote, not the collector's.
+    Three passes at most (docker compose output with timestamps; a timestamp before a JSON record). A
+    prefix on a few lines only is left: it is text the user wrote, not the collector's. A log of JSON
+    records (one object per line, most lines) becomes the plain lines they stand for (``_json_record``).
     """
     if "\x1b[" in text:
         text = _ANSI.sub("", text)
     if _CONTROL.search(text) is not None:
         text = _CONTROL.sub("", text)
-    for _ in range(2):
+    for _ in range(3):
         sample = [line for line in text[:COLLECTOR_CHARS].splitlines() if line.strip()][:COLLECTOR_SAMPLE]
         if len(sample) < 3:
             return text
-        for pattern in _COLLECTORS:
-            if sum(pattern.match(line) is not None for line in sample) * 5 >= len(sample) * 3:
-                text = pattern.sub("", text)
-                break
+        pattern = next((p for p in _COLLECTORS if _most(sample, _matcher(p))), None)
+        if pattern is not None:
+            text = pattern.sub("", text)
+        elif _most(sample, lambda line: _json_record(line) is not None):
+            text = "\n".join(_json_record(line) or line for line in text.splitlines())
         else:
             return text
     return text
+
+
+def _matcher(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda line: pattern.match(line) is not None
+
+
+def _most(sample: list[str], test: Callable[[str], bool]) -> bool:
+    """True when at least 60% of ``sample`` passes ``test``: the collector wrote them, not the user."""
+    return sum(1 for line in sample if test(line)) * 5 >= len(sample) * 3
+
+
+_MESSAGE_KEYS = ("message", "msg", "log", "text", "event")
+_LEVEL_KEYS = ("level", "levelname", "severity", "lvl")
+_EXTRA_KEYS = ("exc_info", "exception", "stack_trace", "traceback", "stack", "error")
+
+
+def _json_record(line: str) -> str | None:
+    """A structured log record (one JSON object per line: a JSON logging config, docker's json-file
+    driver, a platform's export) as the plain line it stands for: its level, its message, then a
+    traceback it carries; None when the line is not such a record."""
+    if not line.lstrip().startswith("{") or len(line) > MAX_RECORD:
+        return None
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    message = next((v for k in _MESSAGE_KEYS if isinstance(v := record.get(k), str)), None)
+    if message is None:
+        return None
+    level = next((v for k in _LEVEL_KEYS if isinstance(v := record.get(k), str)), "")
+    extra = next((v for k in _EXTRA_KEYS if isinstance(v := record.get(k), str) and v and v != message), "")
+    head = f"{level.upper()} {message.rstrip()}" if level else message.rstrip()
+    return f"{head}\n{extra.rstrip()}" if extra else head
 
 
 def distill(text: str) -> Distilled:

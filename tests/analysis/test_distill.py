@@ -16,7 +16,7 @@ Avg generation throughput: 95.1 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU 
 CUDA_VISIBLE_DEVICES=0,1
 NCCL_DEBUG=INFO
 """
-FAILURE = "openai_harmony.HarmonyError: unexpected tokens remaining in message header: Some(\"to=functions.x\")"
+FAILURE = 'openai_harmony.HarmonyError: unexpected tokens remaining in message header: Some("to=functions.x")'
 
 
 def test_boilerplate_lines_are_dropped_and_counted() -> None:
@@ -245,3 +245,29 @@ def test_a_prefix_on_a_few_lines_is_the_users_text_not_a_collector() -> None:
 
     text = "router | backend: both answer, but the tool call arrives as plain text\nvllm serve openai/gpt-oss-20b\n"
     assert unwrap_log(text + "it happens on every request\n") == text + "it happens on every request\n"
+
+
+def test_a_log_of_json_records_reads_as_the_lines_they_stand_for() -> None:
+    import json
+
+    from service.analysis.distill import unwrap_log
+
+    # A JSON logging config: level and message fields, the traceback in its own field.
+    records = [
+        {"ts": "2025-09-03T10:00:01Z", "level": "info", "message": "Started server process [7]"},
+        {"ts": "2025-09-03T10:00:02Z", "level": "info", "message": "Application startup complete."},
+        {"ts": "2025-09-03T10:00:03Z", "levelname": "ERROR", "msg": "Error in chat completion stream",
+         "exc_info": "Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n    g()\n" + FAILURE},
+    ]  # fmt: skip
+    text = "\n".join(json.dumps(r) for r in records)
+    lines = unwrap_log(text).splitlines()
+    assert lines[0] == "INFO Started server process [7]" and lines[-1] == FAILURE
+    assert FAILURE in parse_input(text).signatures  # the traceback's last line is found as in a plain log
+    # docker's json-file driver: the engine's own line in "log", with its newline.
+    docker = "\n".join(
+        json.dumps({"log": line + "\n", "stream": "stderr"}) for line in (BOILERPLATE + FAILURE).splitlines()
+    )
+    assert unwrap_log(docker) == (BOILERPLATE + FAILURE)
+    # A user's JSON request body among plain lines is not a log of records.
+    body = '{"model": "gpt-oss-20b", "messages": [{"role": "user", "content": "hi"}]}\nreturns 500\nagain 500\n'
+    assert unwrap_log(body) == body
