@@ -350,7 +350,8 @@ def markdown(r: dict[str, Any]) -> str:
             "The outside set's positives of each split, each buried in ~120 lines of every log format of "
             "`bench/outside_log.py` (whatever engine its report names; a query's own format gives its `in-log` "
             "text), then the `in-log` variant as a collector relays it (`RELAYS`: docker compose's service column, "
-            "kubectl's timestamps, journald's header, terminal colour codes). A format far below the others points "
+            "kubectl's timestamps, journald's header, terminal colour codes, docker's json-file records). A format "
+            "far below the others points "
             f"at a gap in reading that engine's log. No misses are recorded. Took {_fmt(seconds, ' s')}.",
             "",
         ]
