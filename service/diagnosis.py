@@ -216,6 +216,10 @@ def choose(
     exact = problems.by_error(parsed)
     if exact is not None:  # its own error string: whatever engine raised it (a Harmony library error)
         return exact[0], "high", exact[1]
+    for ref in parsed.threads:  # the user names the thread ("is vllm-project/vllm#22403 fixed?")
+        citing = problems.citing(ref)
+        if citing:
+            return citing[0], "high", f"it cites {ref}, the thread the input names"
     # An input with an error line that no problem lists needs a strong section match; a question or a
     # described symptom (no error line) can go by a medium one.
     floor = {"high"} if parsed.signatures else {"high", "medium"}

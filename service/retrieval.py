@@ -542,6 +542,7 @@ class Retriever:
             scores[index] = e.fused * boost
         self._lift_upstream(scores, evidence, parsed, allowed)
         self._report_before_fix(scores, evidence)
+        self._named_threads_first(scores, evidence, parsed, allowed)
         ranked = self._one_per_author(sorted(((score, i) for i, score in scores.items()), reverse=True), self.documents)
 
         hits = [self._hit(self.documents[i], evidence[i], parsed, components) for _, i in ranked[:top_k]]
@@ -638,6 +639,26 @@ class Retriever:
     def _names_repo(words: frozenset[str], repo: str) -> bool:
         """True when the input names the repository's owner or name (a vendor fork, a platform, a tool)."""
         return any(part in words for part in repo.lower().split("/", 1))
+
+    def _named_threads_first(
+        self, scores: dict[int, float], evidence: dict[int, _Evidence], parsed: ParsedInput, allowed: set[str] | None
+    ) -> None:
+        """The threads the user names (a URL, owner/name#number) that the index holds come first, in the
+        order named: the user asked about them, whatever else the words match."""
+        named = [
+            self._position[ref]
+            for ref in parsed.threads
+            if ref in self._position
+            and self.documents[self._position[ref]].is_thread
+            and (allowed is None or self.documents[self._position[ref]].repo in allowed)
+        ]
+        if not named:
+            return
+        top = max(scores.values(), default=0.0) + 1.0
+        for place, i in enumerate(named):
+            e = evidence.setdefault(i, _Evidence())
+            e.adjusted.insert(0, "the input names this thread")
+            scores[i] = top + len(named) - place
 
     def _lift_upstream(
         self, scores: dict[int, float], evidence: dict[int, _Evidence], parsed: ParsedInput, allowed: set[str] | None
@@ -779,7 +800,7 @@ class Retriever:
         lexical_part = e.lexical if e.lexical_rank is not None and e.lexical_rank < 20 else 0.0
         score = max(e.signature, 0.55 * dense_part + 0.45 * lexical_part * dense_part**0.5)
         score = round(min(1.0, max(0.0, score)), 3)
-        exact = e.signature >= c.signature_high
+        exact = e.signature >= c.signature_high or doc.id in parsed.threads  # named by the user: no guess
         close_text = (
             e.dense >= c.dense_high
             and e.lexical_rank is not None

@@ -60,6 +60,11 @@ class ParsedInput(BaseModel):
         default=None, description="Another model family the input names while it carries no gpt-oss signal"
     )
     log_dump: bool = Field(default=False, description="True when most of the input is log records (a pasted log)")
+    threads: list[str] = Field(
+        default=[],
+        description="GitHub threads the user names (an issue or PR URL, owner/name#number), as owner/name#number, "
+        "outside log records",
+    )
     body: str = Field(
         default="",
         description="The input without a bug report's environment sections (collect_env output, OS, GPU and "
@@ -280,6 +285,27 @@ def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> s
     return "\n".join(chosen)[:MAX_QUERY_CHARS]
 
 
+MAX_THREADS = 10
+"""Threads kept per input."""
+_THREAD_URL = re.compile(r"github\.com/([\w.-]{1,39})/([\w.-]{1,100})/(?:issues|pull|discussions)/(\d{1,7})\b")
+_THREAD_REF = re.compile(r"(?<![\w/.-])([A-Za-z0-9][\w-]{0,38})/([\w.-]{1,100})#(\d{1,7})\b")
+
+
+def _threads(lines: list[str]) -> list[str]:
+    """``owner/name#number`` of each thread the lines name by URL or by reference, in order, at most
+    ``MAX_THREADS``."""
+    found: dict[str, None] = {}
+    for line in lines:
+        if "/" not in line:
+            continue
+        for pattern in (_THREAD_URL, _THREAD_REF):
+            for owner, name, number in pattern.findall(line):
+                found[f"{owner}/{name}#{int(number)}"] = None
+        if len(found) >= MAX_THREADS:
+            break
+    return list(found)[:MAX_THREADS]
+
+
 def _without(text: str, spans: list[tuple[int, int]]) -> str:
     """``text`` without the line spans ``[start, end)`` (a report's environment sections)."""
     if not spans:
@@ -323,6 +349,8 @@ def parse_input(text: str) -> ParsedInput:
         other_model=_other_model(text),
         log_dump=distilled.is_log_dump,
         body=body,
+        # The user's lines (a log record that links an issue is the engine's remark, not the user's).
+        threads=_threads([*distilled.prose, *distilled.plain]),
         plain=distilled.plain if distilled.is_log_dump and not (strong or distilled.prose) else [],
     )
     parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines)

@@ -129,3 +129,15 @@ def test_a_model_name_ends_before_the_sentences_punctuation() -> None:
     assert parse_input("vLLM serving gpt-oss-120b: tool calls vanish").model == "gpt-oss-120b"
     assert parse_input("I run openai/gpt-oss-20b.").model == "openai/gpt-oss-20b"
     assert parse_input("ollama run gpt-oss-20b:latest crashes").model == "gpt-oss-20b:latest"
+
+
+def test_the_threads_a_user_names_are_read_from_their_lines_not_from_log_records() -> None:
+    text = "\n".join(
+        [
+            "same as https://github.com/vllm-project/vllm/issues/22403 and vllm-project/vllm#23318?",
+            "see [the PR](https://github.com/openai/harmony/pull/42) too",
+            "(APIServer pid=7) WARNING 03-02 10:00:00 [x.py:1] see https://github.com/vllm-project/vllm/issues/1",
+        ]
+    )
+    assert parse_input(text).threads == ["vllm-project/vllm#22403", "vllm-project/vllm#23318", "openai/harmony#42"]
+    assert parse_input("an email a@b.c/x#1 or a path ./a/b#2 names no thread").threads == []

@@ -145,6 +145,16 @@ def test_a_question_goes_by_its_section_an_unlisted_error_line_needs_a_strong_on
     assert choose(error, problems, [], [_section("high")]) is not None
 
 
+def test_a_thread_the_user_names_chooses_the_problem_that_cites_it() -> None:
+    problems = Problems([_problem(kind="setup", errors=())])
+    asked = parse_input("is o/r#1 fixed yet? we run vllm 0.13.0")
+    assert asked.threads == ["o/r#1"]
+    problem, confidence, why = choose(asked, problems, [], []) or (None, None, "")
+    assert problem is not None and confidence == "high" and "o/r#1" in why
+    assert choose(parse_input("is o/r#9 fixed yet?"), problems, [], []) is None  # a thread no problem cites
+    assert verdict(problem, asked, KNOWLEDGE).status == "affected"  # and the verdict reads the version
+
+
 def test_a_section_of_another_engines_threads_does_not_diagnose_by_words() -> None:
     """A problem built from one engine's threads is chosen by its words only for that engine (or none)."""
     problems = Problems([_problem(kind="setup", errors=(), sources=("vllm-project/vllm#1",), fix_prs=())])

@@ -196,6 +196,19 @@ def test_a_users_line_among_the_records_is_a_lead_but_never_a_certainty(retrieve
     assert retriever.search(parse_input(title)).hits[0].confidence == "high"
 
 
+def test_a_thread_the_user_names_comes_first_and_is_trusted(retriever: Retriever) -> None:
+    parsed = parse_input("is https://github.com/vllm-project/vllm/issues/22403 fixed in 0.11.0?")
+    top = retriever.search(parsed).hits[0]
+    assert top.doc.id == "vllm-project/vllm#22403" and top.confidence == "high"
+    assert "the input names this thread" in top.why
+    # Restricted to other repositories, a named thread is not brought in.
+    only = retriever.search(parsed, repos=["ollama/ollama"]).hits
+    assert all(hit.doc.repo == "ollama/ollama" for hit in only)
+    # A thread the index does not hold changes nothing.
+    unknown = parse_input("is vllm-project/vllm#1 fixed in 0.11.0?")
+    assert all(hit.doc.id != "vllm-project/vllm#1" for hit in retriever.search(unknown).hits)
+
+
 def test_the_calibration_object_sets_the_thresholds() -> None:
     from service.calibration import Calibration
 
