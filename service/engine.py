@@ -263,6 +263,11 @@ class LookupEngine:
                 by_name = snap.retriever.engines.named_server
                 failure = parsed.named_by_failure([server], lambda t: [by_name(t)])
                 parsed = parsed.model_copy(update={"engines": [server], "failure_engines": failure})
+        if parsed.numbers:
+            # "#22403": the thread of that number in the tracker of the engine the input names.
+            resolved = snap.retriever.resolve_numbers(parsed)
+            if resolved:
+                parsed = parsed.model_copy(update={"threads": [*parsed.threads, *resolved]})
         if budget.allows("search"):
             result = self._search(snap, parsed, top_k, repos)
         else:

@@ -640,6 +640,18 @@ class Retriever:
         """True when the input names the repository's owner or name (a vendor fork, a platform, a tool)."""
         return any(part in words for part in repo.lower().split("/", 1))
 
+    def resolve_numbers(self, parsed: ParsedInput) -> list[str]:
+        """The threads a bare number names (``#22403``): the one with that number in the canonical tracker
+        of an engine the input names (vLLM's when it names none), when the index holds it."""
+        engines = parsed.failure_engines or parsed.engines or ["vllm"]
+        repos = [repo for e in engines if (repo := self.engines.canonical.get(e))]
+        found: list[str] = []
+        for number in parsed.numbers:
+            ref = next((f"{repo}#{number}" for repo in repos if f"{repo}#{number}" in self._position), None)
+            if ref is not None and ref not in parsed.threads and ref not in found:
+                found.append(ref)
+        return found
+
     def _named_threads_first(
         self, scores: dict[int, float], evidence: dict[int, _Evidence], parsed: ParsedInput, allowed: set[str] | None
     ) -> None:

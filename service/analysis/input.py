@@ -65,6 +65,11 @@ class ParsedInput(BaseModel):
         description="GitHub threads the user names (an issue or PR URL, owner/name#number), as owner/name#number, "
         "outside log records",
     )
+    numbers: list[int] = Field(
+        default=[],
+        description="Thread numbers the user names without a repository (\"#22403\", \"issue 22403\"), outside log "
+        "records; the index resolves them in the tracker of the engine the input names",
+    )
     body: str = Field(
         default="",
         description="The input without a bug report's environment sections (collect_env output, OS, GPU and "
@@ -291,6 +296,27 @@ _THREAD_URL = re.compile(r"github\.com/([\w.-]{1,39})/([\w.-]{1,100})/(?:issues|
 _THREAD_REF = re.compile(r"(?<![\w/.-])([A-Za-z0-9][\w-]{0,38})/([\w.-]{1,100})#(\d{1,7})\b")
 
 
+# A bare thread number: "#22403" (four digits or more: "#1" is a list item) or "issue 22403" / "PR #23318".
+_THREAD_NUMBER = re.compile(
+    r"(?<![\w/#-])#(\d{4,7})\b|\b(?:issues?|PRs?|pull(?: request)?|tickets?)\s{0,2}#?(\d{3,7})\b", re.I
+)
+
+
+def _numbers(lines: list[str]) -> list[int]:
+    """The thread numbers the lines name without a repository, in order, at most ``MAX_THREADS``."""
+    found: dict[int, None] = {}
+    for line in lines:
+        if "#" not in line and not any(word in line.lower() for word in ("issue", "pr", "pull", "ticket")):
+            continue
+        for ref in _THREAD_REF.finditer(line):  # owner/name#number is a named thread, not a bare number
+            line = line.replace(ref.group(0), " ")
+        for bare, worded in _THREAD_NUMBER.findall(line):
+            found[int(bare or worded)] = None
+        if len(found) >= MAX_THREADS:
+            break
+    return list(found)[:MAX_THREADS]
+
+
 def _threads(lines: list[str]) -> list[str]:
     """``owner/name#number`` of each thread the lines name by URL or by reference, in order, at most
     ``MAX_THREADS``."""
@@ -351,6 +377,7 @@ def parse_input(text: str) -> ParsedInput:
         body=body,
         # The user's lines (a log record that links an issue is the engine's remark, not the user's).
         threads=_threads([*distilled.prose, *distilled.plain]),
+        numbers=_numbers([*distilled.prose, *distilled.plain]),
         plain=distilled.plain if distilled.is_log_dump and not (strong or distilled.prose) else [],
     )
     parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines)

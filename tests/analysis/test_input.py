@@ -141,3 +141,10 @@ def test_the_threads_a_user_names_are_read_from_their_lines_not_from_log_records
     )
     assert parse_input(text).threads == ["vllm-project/vllm#22403", "vllm-project/vllm#23318", "openai/harmony#42"]
     assert parse_input("an email a@b.c/x#1 or a path ./a/b#2 names no thread").threads == []
+
+
+def test_a_bare_thread_number_is_read_but_a_list_item_is_not() -> None:
+    assert parse_input("is #22403 fixed in vllm 0.10.1?").numbers == [22403]
+    assert parse_input("ollama issue 12187 and PR #12403 again").numbers == [12187, 12403]
+    assert parse_input("see vllm-project/vllm#22403").numbers == []  # a named thread, not a bare number
+    assert parse_input("step #1, then #2, then #33").numbers == []

@@ -209,6 +209,12 @@ def test_a_thread_the_user_names_comes_first_and_is_trusted(retriever: Retriever
     assert all(hit.doc.id != "vllm-project/vllm#1" for hit in retriever.search(unknown).hits)
 
 
+def test_a_bare_number_is_the_thread_of_that_number_in_the_named_engines_tracker(retriever: Retriever) -> None:
+    assert retriever.resolve_numbers(parse_input("is #22403 fixed?")) == ["vllm-project/vllm#22403"]  # vLLM's
+    assert retriever.resolve_numbers(parse_input("ollama issue 12187 still happens")) == ["ollama/ollama#12187"]
+    assert retriever.resolve_numbers(parse_input("ollama issue 22403 still happens")) == []  # not Ollama's
+
+
 def test_the_calibration_object_sets_the_thresholds() -> None:
     from service.calibration import Calibration
 
