@@ -67,7 +67,7 @@ class ParsedInput(BaseModel):
     )
     numbers: list[int] = Field(
         default=[],
-        description="Thread numbers the user names without a repository (\"#22403\", \"issue 22403\"), outside log "
+        description='Thread numbers the user names without a repository ("#22403", "issue 22403"), outside log '
         "records; the index resolves them in the tracker of the engine the input names",
     )
     body: str = Field(
@@ -155,6 +155,7 @@ _MODEL_TAG = re.compile(r"'model(?:_tag)?': '([^']{1,200})'")
 _TOKEN_ID = re.compile(r"\btokens? (?:id )?(\d{1,6})\b|\btoken_id[=: ]{1,3}(\d{1,6})\b", re.I)
 _TOKEN_LIST = re.compile(r"\[(\d{1,6}(?:, ?\d{1,6}){1,400})\]")
 _DEFAULTS_OFF = {"False", "None", "0", "''", "[]"}
+
 
 def _versions(text: str, folded: str | None = None) -> dict[str, str]:
     folded = _folded(text) if folded is None else folded
@@ -377,7 +378,8 @@ def parse_input(text: str) -> ParsedInput:
         body=body,
         # The user's lines (a log record that links an issue is the engine's remark, not the user's).
         threads=_threads([*distilled.prose, *distilled.plain]),
-        numbers=_numbers([*distilled.prose, *distilled.plain]),
+        # A bare number in an error line ("CUDA error #2000") is the error's, not a thread the user names.
+        numbers=_numbers([line for line in distilled.plain if normalize_signature(line) not in seen] + distilled.prose),
         plain=distilled.plain if distilled.is_log_dump and not (strong or distilled.prose) else [],
     )
     parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines)

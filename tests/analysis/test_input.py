@@ -148,3 +148,4 @@ def test_a_bare_thread_number_is_read_but_a_list_item_is_not() -> None:
     assert parse_input("ollama issue 12187 and PR #12403 again").numbers == [12187, 12403]
     assert parse_input("see vllm-project/vllm#22403").numbers == []  # a named thread, not a bare number
     assert parse_input("step #1, then #2, then #33").numbers == []
+    assert parse_input("RuntimeError: CUDA error #2000 while loading the weights").numbers == []  # the error's
