@@ -121,6 +121,11 @@ class Problems:
         score, best = max(scored, key=lambda item: item[0], default=(0.0, None))
         return best if score > 0 else None
 
+    def by_title(self, title: str) -> Problem | None:
+        """The problem whose section title is ``title`` (letter case aside)."""
+        wanted = title.casefold()
+        return next((p for p in self.items if p.title.casefold() == wanted), None)
+
     def citing(self, thread_id: str) -> list[Problem]:
         """Problems that cite a thread as a source, a fix or an open PR."""
         return self._citing.get(thread_id, [])
@@ -210,12 +215,17 @@ def choose(
     A problem found by words (not by its error string) must be about the engine the failure names, when
     both name one: a section built from vLLM threads does not diagnose an Ollama report.
     """
+
     def fits(problem: Problem) -> bool:
         return threads is None or not another_engine(parsed, problem_engines(problem, threads))
 
     exact = problems.by_error(parsed)
     if exact is not None:  # its own error string: whatever engine raised it (a Harmony library error)
         return exact[0], "high", exact[1]
+    for shown in parsed.response_shows:  # a pasted response whose fields show a known symptom
+        problem = problems.by_title(shown)
+        if problem is not None and fits(problem):
+            return problem, "medium", f"the pasted response shows it ({shown.lower()})"
     for ref in parsed.threads:  # the user names the thread ("is vllm-project/vllm#22403 fixed?")
         citing = problems.citing(ref)
         if citing:

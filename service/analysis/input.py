@@ -65,6 +65,12 @@ class ParsedInput(BaseModel):
         description="GitHub threads the user names (an issue or PR URL, owner/name#number), as owner/name#number, "
         "outside log records",
     )
+    response_shows: list[str] = Field(
+        default=[],
+        description="What a pasted chat completion shows (raw Harmony in its content, in a tool name, no content "
+        "with finish_reason stop), as the titles of the reference sections that cover it; only for an input "
+        "with no error line or sentence",
+    )
     numbers: list[int] = Field(
         default=[],
         description='Thread numbers the user names without a repository ("#22403", "issue 22403"), outside log '
@@ -272,6 +278,48 @@ def _other_model(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+# A chat completion the user pasted (JSON or a Python dict): what its fields show, in the words of the
+# reference sections that cover it (reference/known-issues.md), for an input with no error line or sentence.
+_CONTENT_HARMONY = re.compile(
+    r"""["']content["']\s{0,3}:\s{0,3}["'][^"']{0,2000}?<\|(?:channel|start|message|constrain|call)\|>"""
+)
+_CONTENT_TOOL = re.compile(r"""<\|(?:constrain|call)\|>|\bto=functions\.""")
+_NO_TOOL_CALLS = re.compile(r"""["']tool_calls["']\s{0,3}:\s{0,3}(?:\[\s{0,3}\]|null|None)""")
+_TOOL_NAME_HARMONY = re.compile(r"""["']name["']\s{0,3}:\s{0,3}["'][^"']{0,200}?<\|""")
+_NULL_CONTENT_STOP = re.compile(
+    r"""["']content["']\s{0,3}:\s{0,3}(?:null|None)\b.{0,2000}?["']finish_reason["']\s{0,3}:\s{0,3}["']stop""", re.S
+)
+_RESPONSE_WINDOW = 20_000
+
+
+def _with_facts(query: str, shows: list[str]) -> str:
+    """The query text, led by what a pasted response shows."""
+    return "\n".join([*shows, query])[:MAX_QUERY_CHARS] if shows else query
+
+
+def _response_facts(text: str) -> list[str]:
+    """What a pasted chat completion shows, as the titles of the reference sections that cover it: raw
+    Harmony in its content (a tool call with no tool_calls, or reasoning), Harmony tokens in a tool name,
+    or no content with finish_reason stop; empty for anything else."""
+    window = text[:_RESPONSE_WINDOW]
+    if "content" not in window and "name" not in window:
+        return []
+    facts = []
+    harmony = _CONTENT_HARMONY.search(window)
+    if harmony is not None:
+        if _CONTENT_TOOL.search(window, harmony.start()):
+            empty = _NO_TOOL_CALLS.search(window) is not None or "tool_calls" not in window
+            if empty:
+                facts.append("Tool call JSON in content and tool_calls empty")
+        else:
+            facts.append("Reasoning appears in content")
+    if _TOOL_NAME_HARMONY.search(window):
+        facts.append("Harmony tokens leak into tool names")
+    if _NULL_CONTENT_STOP.search(window):
+        facts.append("Content is null with finish reason stop")
+    return facts
+
+
 def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> str:
     """What the lexical and dense legs see: the failure lines and the user's words, no boilerplate."""
     strong = [e.text for e in lines if e.weight >= 1.0][:3]
@@ -354,6 +402,9 @@ def parse_input(text: str) -> ParsedInput:
     folded = _folded(text)
     distilled = distill(text)
     body = _without(text, distilled.environment)
+    # A pasted response with no error line and no sentence: its fields say what went wrong.
+    said = any(e.weight >= 1.0 for e, _ in keyed) or bool(distilled.prose)
+    shows = [] if said else _response_facts(text)
     strong = [e.text for e in lines if e.weight >= 1.0]
     # A sentence that is itself an error line is already evidence: prose is what the user adds to it.
     seen = {key for _, key in keyed}
@@ -363,7 +414,8 @@ def parse_input(text: str) -> ParsedInput:
         signatures=signatures,
         normalized=[key for _, key in signature_keys],
         evidence=lines,
-        query_text=_query_text(text, lines, distilled),
+        query_text=_with_facts(_query_text(text, lines, distilled), shows),
+        response_shows=shows,
         is_log=any(e.weight >= 1.0 for e in lines),
         versions=_versions(text, folded),
         flags=_flags(text),

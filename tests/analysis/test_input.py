@@ -149,3 +149,21 @@ def test_a_bare_thread_number_is_read_but_a_list_item_is_not() -> None:
     assert parse_input("see vllm-project/vllm#22403").numbers == []  # a named thread, not a bare number
     assert parse_input("step #1, then #2, then #33").numbers == []
     assert parse_input("RuntimeError: CUDA error #2000 while loading the weights").numbers == []  # the error's
+
+
+def test_a_pasted_response_says_what_its_fields_show() -> None:
+    leak = '{"choices":[{"message":{"role":"assistant","content":"<|channel|>analysis<|message|>Hi.<|end|>"}}]}'
+    assert parse_input(leak).response_shows == ["Reasoning appears in content"]
+    assert parse_input(leak).query_text.startswith("Reasoning appears in content\n")
+    call = (
+        "{'choices': [{'message': {'content': '<|channel|>commentary to=functions.get_weather <|constrain|>json"
+        "<|message|>{}', 'tool_calls': []}}]}"
+    )
+    assert parse_input(call).response_shows == ["Tool call JSON in content and tool_calls empty"]
+    empty = '{"choices":[{"message":{"content":null},"finish_reason":"stop"}]}'
+    assert parse_input(empty).response_shows == ["Content is null with finish reason stop"]
+    named = '{"tool_calls":[{"function":{"name":"get_weather<|channel|>commentary","arguments":"{}"}}]}'
+    assert parse_input(named).response_shows == ["Harmony tokens leak into tool names"]
+    # An error line or the user's sentence says more than the fields: then they are not read.
+    assert parse_input("ValueError: bad request\n" + leak).response_shows == []
+    assert parse_input('{"choices":[{"message":{"content":"Hello!"}}]}').response_shows == []

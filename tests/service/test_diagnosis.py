@@ -155,6 +155,15 @@ def test_a_thread_the_user_names_chooses_the_problem_that_cites_it() -> None:
     assert verdict(problem, asked, KNOWLEDGE).status == "affected"  # and the verdict reads the version
 
 
+def test_a_pasted_response_chooses_the_section_named_for_what_it_shows() -> None:
+    leaking = _problem(anchor="reference/known-issues.md#r", title="Reasoning appears in content")
+    problems = Problems([_problem(), leaking])
+    leak = parse_input('{"choices":[{"message":{"content":"<|channel|>analysis<|message|>Hi.<|end|>"}}]}')
+    problem, confidence, why = choose(leak, problems, [], []) or (None, None, "")
+    assert problem is not None and problem.anchor == "reference/known-issues.md#r"
+    assert confidence == "medium" and "pasted response" in why  # the symptom, not yet its cause
+
+
 def test_a_section_of_another_engines_threads_does_not_diagnose_by_words() -> None:
     """A problem built from one engine's threads is chosen by its words only for that engine (or none)."""
     problems = Problems([_problem(kind="setup", errors=(), sources=("vllm-project/vllm#1",), fix_prs=())])
@@ -280,3 +289,18 @@ def test_an_action_shows_the_setting_it_changes() -> None:
     assert out(kind="avoid", target="--tool-call-parser", value="hermes") == "avoid --tool-call-parser hermes"
     assert out(kind="upgrade", target="vllm", value="0.10.2") == "upgrade vllm 0.10.2"
     assert out(kind="check", target="generation_config.json", value="x") == "check"
+
+
+def test_what_a_pasted_response_shows_names_sections_of_the_real_docs(settings: Settings) -> None:
+    from service.analysis import input as parsing
+
+    problems = Problems(load_problems(settings.docs_dir))
+    samples = [
+        '{"choices":[{"message":{"content":"<|channel|>analysis<|message|>Hi.<|end|>"}}]}',
+        '{"choices":[{"message":{"content":"<|channel|>commentary to=functions.f <|constrain|>json<|message|>{}"}}]}',
+        '{"choices":[{"message":{"content":null},"finish_reason":"stop"}]}',
+        '{"tool_calls":[{"function":{"name":"f<|channel|>commentary","arguments":"{}"}}]}',
+    ]
+    shown = [title for sample in samples for title in parsing._response_facts(sample)]
+    assert len(shown) == 4
+    assert all(problems.by_title(title) is not None for title in shown), shown
