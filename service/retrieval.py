@@ -72,6 +72,7 @@ def titled(signature: str, title: str) -> bool:
     core = wrapped.group(1) if wrapped else signature
     return len(core) >= TITLED_MIN_CHARS and core.lower() in title.lower()
 
+
 class DenseSearch(Protocol):
     """The dense leg: nearest documents to a query vector (the Chroma store implements it)."""
 
@@ -657,12 +658,9 @@ class Retriever:
     ) -> None:
         """The threads the user names (a URL, owner/name#number) that the index holds come first, in the
         order named: the user asked about them, whatever else the words match."""
+        held = [self._position[ref] for ref in parsed.threads if ref in self._position]
         named = [
-            self._position[ref]
-            for ref in parsed.threads
-            if ref in self._position
-            and self.documents[self._position[ref]].is_thread
-            and (allowed is None or self.documents[self._position[ref]].repo in allowed)
+            i for i in held if self.documents[i].is_thread and (allowed is None or self.documents[i].repo in allowed)
         ]
         if not named:
             return
@@ -743,7 +741,7 @@ class Retriever:
 
     @staticmethod
     def _one_high(hits: list[Hit]) -> list[Hit]:
-        """"high" names the thread for this failure: the best one, and what fixes it or it fixes.
+        """ "high" names the thread for this failure: the best one, and what fixes it or it fixes.
 
         Many threads quote the same error string (duplicates, downstream platforms, other projects);
         they stay visible as "medium", since nothing says they are about this failure rather than a

@@ -351,34 +351,30 @@ _THREAD_NUMBER = re.compile(
 )
 
 
-def _numbers(lines: list[str]) -> list[int]:
-    """The thread numbers the lines name without a repository, in order, at most ``MAX_THREADS``."""
-    found: dict[int, None] = {}
-    for line in lines:
-        if "#" not in line and not any(word in line.lower() for word in ("issue", "pr", "pull", "ticket")):
-            continue
-        for ref in _THREAD_REF.finditer(line):  # owner/name#number is a named thread, not a bare number
-            line = line.replace(ref.group(0), " ")
-        for bare, worded in _THREAD_NUMBER.findall(line):
-            found[int(bare or worded)] = None
-        if len(found) >= MAX_THREADS:
-            break
-    return list(found)[:MAX_THREADS]
+_NUMBER_WORDS = ("issue", "pr", "pull", "ticket")
 
 
-def _threads(lines: list[str]) -> list[str]:
-    """``owner/name#number`` of each thread the lines name by URL or by reference, in order, at most
-    ``MAX_THREADS``."""
-    found: dict[str, None] = {}
+def _named_threads(lines: list[str], errors: set[str]) -> tuple[list[str], list[int]]:
+    """The threads the lines name, in order, at most ``MAX_THREADS`` of each kind: by URL or
+    ``owner/name#number``, and by a bare number (``#22403``, ``issue 12187``) outside an error line
+    (``errors``: the input's error lines, normalised; "CUDA error #2000" is the error's number)."""
+    threads: dict[str, None] = {}
+    numbers: dict[int, None] = {}
     for line in lines:
-        if "/" not in line:
+        low = line.lower()
+        if "/" not in line and "#" not in line and not any(word in low for word in _NUMBER_WORDS):
             continue
         for pattern in (_THREAD_URL, _THREAD_REF):
             for owner, name, number in pattern.findall(line):
-                found[f"{owner}/{name}#{int(number)}"] = None
-        if len(found) >= MAX_THREADS:
+                threads[f"{owner}/{name}#{int(number)}"] = None
+        bare = _THREAD_REF.sub(" ", line)  # owner/name#number is a named thread, not a bare number
+        found = _THREAD_NUMBER.findall(bare)
+        if found and normalize_signature(line) not in errors:
+            for hashed, worded in found:
+                numbers[int(hashed or worded)] = None
+        if len(threads) >= MAX_THREADS and len(numbers) >= MAX_THREADS:
             break
-    return list(found)[:MAX_THREADS]
+    return list(threads)[:MAX_THREADS], list(numbers)[:MAX_THREADS]
 
 
 def _without(text: str, spans: list[tuple[int, int]]) -> str:
@@ -402,13 +398,15 @@ def parse_input(text: str) -> ParsedInput:
     folded = _folded(text)
     distilled = distill(text)
     body = _without(text, distilled.environment)
-    # A pasted response with no error line and no sentence: its fields say what went wrong.
-    said = any(e.weight >= 1.0 for e, _ in keyed) or bool(distilled.prose)
-    shows = [] if said else _response_facts(text)
     strong = [e.text for e in lines if e.weight >= 1.0]
     # A sentence that is itself an error line is already evidence: prose is what the user adds to it.
     seen = {key for _, key in keyed}
     distilled.prose = [line for line in distilled.prose if normalize_signature(line) not in seen]
+    # A pasted response with no error line and no sentence: its fields say what went wrong.
+    shows = [] if strong or distilled.prose else _response_facts(text)
+    # The user's lines (a log record that links an issue is the engine's remark, not the user's).
+    threads, numbers = _named_threads([*distilled.prose, *distilled.plain], seen)
+    told = detect_engines(body, strong[:5]) if body else []
     parsed = ParsedInput(
         text=text,
         signatures=signatures,
@@ -421,32 +419,19 @@ def parse_input(text: str) -> ParsedInput:
         flags=_flags(text),
         model=_model(text, folded),
         client=detect_client(body or text),  # a package list names libraries installed, not the client
-        engines=_engines(text, body, strong[:5]),
+        # A report's account names the failing engine first; its environment section, what is installed.
+        engines=[*told, *(e for e in detect_engines(text, strong[:5]) if e not in told)],
         token_ids=_token_ids(text, signatures),
         prose=distilled.prose,
         failure_found=bool(strong or distilled.prose) or not distilled.is_log_dump,
         other_model=_other_model(text),
         log_dump=distilled.is_log_dump,
         body=body,
-        # The user's lines (a log record that links an issue is the engine's remark, not the user's).
-        threads=_threads([*distilled.prose, *distilled.plain]),
-        # A bare number in an error line ("CUDA error #2000") is the error's, not a thread the user names.
-        numbers=_numbers([line for line in distilled.plain if normalize_signature(line) not in seen] + distilled.prose),
+        threads=threads,
+        numbers=numbers,
         plain=distilled.plain if distilled.is_log_dump and not (strong or distilled.prose) else [],
     )
     parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines)
-    if body:
-        # A report's account names the failing engine; its environment section only what is installed.
-        parsed.failure_engines = [e for e in parsed.failure_engines if e in detect_engines(body, strong[:5])] or (
-            parsed.failure_engines
-        )
+    if told:  # the failure's engines are the ones the report's account names
+        parsed.failure_engines = [e for e in parsed.failure_engines if e in told] or parsed.failure_engines
     return parsed
-
-
-def _engines(text: str, body: str, failing: list[str]) -> list[str]:
-    """The engines the input names, those its account names first (a report's environment section last)."""
-    engines = detect_engines(text, failing)
-    if not body:
-        return engines
-    told = detect_engines(body, failing)
-    return [*told, *(e for e in engines if e not in told)]
