@@ -20,7 +20,17 @@ from service.analysis.needles import folded as folded_text
 
 # Product names as they appear in logs, repository names and thread titles. Order matters only for ties.
 ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("vllm", re.compile(r"\bvllm\b|\(APIServer pid=|\bEngineCore_?\w{0,8} pid=", re.I)),
+    # vLLM also by the names only its own options carry (its docs' flags and its gpt-oss reasoning parser).
+    (
+        "vllm",
+        re.compile(
+            r"\bvllm\b|\(APIServer pid=|\bEngineCore_?\w{0,8} pid="
+            r"|\bopenai_gptoss\b|enable[-_]auto[-_]tool[-_]choice|\bstructured[-_]outputs[-_]config\b"
+            r"|\bguided[-_]decoding[-_]backend\b|\bgpu[-_]memory[-_]utilization\b|\basync[-_]scheduling\b"
+            r"|\bmax[-_]num[-_]batched[-_]tokens\b",
+            re.I,
+        ),
+    ),
     # SGLang's own records name it only in tracebacks: its start-up line and its batch metrics are its own.
     (
         "sglang",
@@ -85,10 +95,26 @@ CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 SDK_CLIENTS = frozenset({"openai-python", "ollama-python", "httpx", "requests"})
 """Client libraries rather than applications: they relay what the server said and decide nothing."""
 
+_VLLM_OPTION_PARTS = (
+    ("auto", "tool"),
+    ("structured", "outputs"),
+    ("guided", "decoding"),
+    ("gpu", "memory"),
+    ("async", "scheduling"),
+    ("num", "batched"),
+)
+"""The first two words of each vLLM option in ENGINES, as needles in both spellings (``gpu_memory``, ``gpu-memory``)."""
+
 # A literal every match contains (lower-case), looked for in the input folded as re.IGNORECASE folds it
 # (service/analysis/needles.py): on a long log a pattern runs only when its needle is there.
 _NEEDLES: dict[str, tuple[str, ...]] = {
-    "vllm": ("vllm", "apiserver pid", "enginecore"),
+    "vllm": (
+        "vllm",
+        "apiserver pid",
+        "enginecore",
+        "openai_gptoss",
+        *(f"{a}{sep}{b}" for a, b in _VLLM_OPTION_PARTS for sep in "-_"),
+    ),
     "ollama": ("ollama", "gpt-oss:", ":11434"),
     "sglang": ("sgl", "serverargs(", "prefill batch", "decode batch"),
     "llama.cpp": ("llama", "ggml"),
@@ -117,6 +143,7 @@ def name_words(window: str) -> frozenset[str]:
     the last few inputs' sets are kept: a pure function of the text, bounded, safe across threads.
     """
     return frozenset(_APP_WORD.findall(window.lower()))
+
 
 MAX_SCAN = 200_000
 """Characters of an input counted for engine mentions: the head and tail of a long log are enough."""

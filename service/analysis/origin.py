@@ -107,6 +107,20 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         "environment",
+        "install-build",
+        re.compile(
+            # A title or request that moves a deployment to another engine release or image (the KB's
+            # recipe and image-update threads), not a report that something broke after an upgrade.
+            r"^\W{0,3}(?![^\n]*\b(?:break|broke|fail|error|crash|regress|no longer|stopped))"
+            r"(?:\[[^\]\n]{1,20}\]\s*)*(?:\w{1,10}:\s*)?(?:update|upgrade|bump)\b[^\n]{0,80}?"
+            r"(?:\bto|->|\u2192)\s*(?:[\w./-]{1,30}\s){0,3}?(?:latest\b|v?\d{1,3}\.\d{1,3})",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+        "the input moves a deployment to another engine release or image: which versions, images and flags "
+        "are deployed is the environment's part, not a failure in a request",
+    ),
+    Rule(
+        "environment",
         "multi-gpu",
         _rx(
             r"invalid device ordinal|NCCL error|nccl\w{0,40}Error|ProcessGroupNCCL.{0,300}(?:error|timeout)"
@@ -199,6 +213,8 @@ RULES: tuple[Rule, ...] = (
             r"(?:renamed|deprecated|replaced)"
             r"|\breasoning\W{0,4}(?:field\W{0,3})?instead of\W{0,4}reasoning_content"
             r"|(?:legacy|deprecated|old)\W{0,4}reasoning_content"
+            r"|\b(?:still|only)\s(?:sends?|reads?|uses?|expects?|parses?)\b[^\n]{0,30}reasoning_content"
+            r"|\breads?\sonly\W{0,4}reasoning_content"
         ),
         "vLLM moved gpt-oss reasoning from the deprecated `reasoning_content` field to `reasoning` and later "
         "removed the old field (vllm-project/vllm#33402); a client that reads only `reasoning_content` "
@@ -258,9 +274,7 @@ RULES: tuple[Rule, ...] = (
 _VOCAB_RULE = next(rule for rule in RULES if rule.category == "vocab-download")
 
 # Clients whose exceptions carry a server's message; the failure is still the server's.
-_OFFLINE = _rx(
-    r"air[- ]?gapped|no (?:internet|network|outbound|egress)|offline|without internet|firewall|egress"
-)
+_OFFLINE = _rx(r"air[- ]?gapped|no (?:internet|network|outbound|egress)|offline|without internet|firewall|egress")
 _VOCAB_WORDS = _rx(r"vocab|tiktoken|tokenizer (?:file|vocabulary)|encoding file")
 
 _SOURCE_SIDE: dict[str, Side] = {

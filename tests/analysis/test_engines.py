@@ -27,6 +27,17 @@ def test_an_ollama_model_tag_or_port_names_ollama() -> None:
     assert detect_engines("served at http://host:114345/v1") == []
 
 
+def test_vllms_own_options_name_vllm() -> None:
+    """Options only vLLM takes (its docs' flags, its gpt-oss reasoning parser) name it without the word."""
+    assert detect_engines('LLM.generate() with structured_outputs_config {"reasoning_parser": "openai_gptoss"}') == [
+        "vllm"
+    ]
+    assert detect_engines("serve --enable-auto-tool-choice --tool-call-parser openai") == ["vllm"]
+    assert detect_engines("gpu_memory_utilization=0.9, max_num_batched_tokens=8192") == ["vllm"]
+    assert detect_engines("python -m sglang.launch_server --mem-fraction-static 0.8") == ["sglang"]
+    assert detect_engines("the memory use is high when batched tokens grow") == []
+
+
 def test_a_repository_name_names_its_engine_last_named_first() -> None:
     assert repo_engines("waybarrios/vllm-mlx") == ("mlx", "vllm")
     assert repo_engines("runpod-workers/worker-vllm") == ("vllm",)

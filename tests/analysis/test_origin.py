@@ -250,6 +250,9 @@ def test_a_named_client_app_misbehaving_is_the_first_suspect_over_a_field_it_men
         "`reasoning_content`",
         "reasoning_content was renamed in newer vLLM builds, so the app gets no reasoning from gpt-oss",
         "our integration still reads the deprecated reasoning_content field",
+        # The removal's consequence, as the card of vllm-project/vllm#33402 states it: a reader of the old field.
+        "the gateway still sends and reads `reasoning_content`, so recent vLLM versions lose the reasoning",
+        "the plugin reads only reasoning_content and shows no thinking for gpt-oss",
     ],
 )
 def test_reading_the_renamed_reasoning_field_is_the_clients(text: str) -> None:
@@ -366,3 +369,28 @@ def test_in_a_log_without_a_failing_line_the_users_own_line_is_read_not_the_reco
     assert parsed.failure_engines == ["lm-studio"]  # named by the remark, not only by the records
     origin = classify_origin(parsed, [])
     assert origin.component != "responses-api" and "/v1/responses" not in origin.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[AMD] update MI300X GPT-OSS vLLM image to latest 0.16.0: which recipe flags have to change?",
+        "feat: upgrade the gpt-oss benchmark to vllm v0.14.0 upstream",
+        "Update Request: python313Packages.vllm 0.9.1 \u2192 0.10.1+gptoss",
+    ],
+)
+def test_moving_a_deployment_to_another_release_is_the_environments(text: str) -> None:
+    origin = classify_origin(parse_input(text), [])
+    assert (origin.side, origin.component) == ("environment", "install-build")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Update to vLLM 0.10.2 broke tool calling for gpt-oss",
+        "after the upgrade to 0.11.0 the gpt-oss reasoning_content is empty",
+        "I upgraded vLLM to 0.10.2 and now tool calls fail",
+    ],
+)
+def test_a_failure_after_an_upgrade_is_not_a_deployment_move(text: str) -> None:
+    assert classify_origin(parse_input(text), []).side != "environment"
