@@ -530,6 +530,7 @@ class Retriever:
 
         allowed = set(repos) if repos else None
         top_signature = max((e.signature for e in evidence.values()), default=0.0)
+        relayed = self._relays_server_error(parsed)
         scores: dict[int, float] = {}
         for index, e in evidence.items():
             doc = self.documents[index]
@@ -537,7 +538,7 @@ class Retriever:
                 continue
             if allowed is not None and doc.repo not in allowed:
                 continue
-            boost = self._adjustment(doc, e, parsed, words, top_signature)
+            boost = self._adjustment(doc, e, parsed, words, top_signature, relayed=relayed)
             if doc.component in components:
                 boost += c.same_component_boost
             scores[index] = e.fused * boost
@@ -553,9 +554,21 @@ class Retriever:
         return RetrievalResult(hits=hits, sections=section_hits, confident=confident)
 
     def _adjustment(
-        self, doc: Document, e: _Evidence, parsed: ParsedInput, words: frozenset[str], top_signature: float
+        self,
+        doc: Document,
+        e: _Evidence,
+        parsed: ParsedInput,
+        words: frozenset[str],
+        top_signature: float,
+        *,
+        relayed: bool = False,
     ) -> float:
-        """The factor on a thread's fused score from its engine, client, repository and fix state."""
+        """The factor on a thread's fused score from its engine, client, repository and fix state.
+
+        ``relayed``: the input's failing line is the server's message that the named client only passes on
+        (``litellm.InternalServerError: OpenAIException - <the server's error>``); the client's tracker then
+        gets no same-client lift, since the failure and its threads are the server's.
+        """
         c = self.calibration
         engine = self.engines.engine.get(doc.id)
         boost = self._base_boost[doc.id]
@@ -572,7 +585,7 @@ class Retriever:
                 # own thread, or the engine-neutral library thread, with that error comes first.
                 boost *= c.other_engine_same_error_factor
         client = self.engines.client.get(doc.id)
-        if parsed.client and client == parsed.client:
+        if parsed.client and client == parsed.client and not relayed:
             boost += c.same_client_boost
             e.adjusted.append(f"same client ({parsed.client})")
         elif client is not None and client not in words and e.signature < c.signature_high:
@@ -593,6 +606,14 @@ class Retriever:
             boost *= c.titled_factor
             e.adjusted.append("its title quotes the error")
         return boost
+
+    @staticmethod
+    def _relays_server_error(parsed: ParsedInput) -> bool:
+        """True when a failing line (not the user's description) carries a message a server rule names."""
+        from service.analysis.origin import match_input
+
+        found = match_input(parsed)
+        return found is not None and found.rule.side == "server" and not found.described
 
     def _thread_boost(self, doc: Document) -> float:
         """The input-independent part of :meth:`_adjustment`: canonical tracker, curation, fix state, trust."""

@@ -312,6 +312,23 @@ def test_another_client_applications_thread_ranks_below_the_engines_own() -> Non
     assert own and not any("another client" in why for hit in own for why in hit.why)
 
 
+def test_a_client_relaying_the_servers_error_gets_no_lift_for_its_own_tracker(retriever: Retriever) -> None:
+    # The failing line is the server's message inside LiteLLM's exception: LiteLLM's threads are not
+    # lifted for being LiteLLM's. Described in words, the same client's threads are.
+    relayed = parse_input(
+        "litellm.BadRequestError: OpenAIException - Error code: 400 - unexpected tokens remaining in message "
+        'header: Some("to=functions.get_weather")'
+    )
+    assert relayed.client == "litellm"
+    assert retriever._relays_server_error(relayed)
+    hits = retriever.search(relayed, top_k=20).hits
+    assert not any("same client (litellm)" in why for hit in hits for why in hit.why)
+    described = parse_input("the litellm proxy drops reasoning_effort for gpt-oss on every request")
+    assert not retriever._relays_server_error(described)
+    lifted = retriever.search(described, top_k=20).hits
+    assert any("same client (litellm)" in why for hit in lifted for why in hit.why)
+
+
 def test_a_dotted_module_name_names_its_repository(retriever: Retriever) -> None:
     words = retriever._input_words(parse_input("python -m mlx_lm.server --model mlx-community/gpt-oss-20b"))
     assert "mlx-lm" in words
