@@ -89,6 +89,8 @@ class Problems:
         """The problem whose listed error string the input quotes (or that quotes the input's line), else
         the one whose error message the input has with another detail; with the reason."""
         lines = [n for n in parsed.normalized[:10] if len(n) >= MIN_ERROR_CHARS]
+        if not lines:
+            return None
         for key, problem in self._errors:
             if any(key in line or (len(line) >= 30 and line in key) for line in lines):
                 return problem, "the input quotes its error string"

@@ -41,8 +41,9 @@ from service.calibration import CALIBRATION, Calibration
 log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import: index builds would log at INFO
 
-_DENSE_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="dense-leg")
-"""Shared by every Retriever generation; the engine bounds how many lookups run at once."""
+_LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="python-legs")
+"""Runs a search's Python legs beside its query encode; shared by every Retriever generation (the engine
+bounds how many lookups run at once)."""
 Confidence = Literal["high", "medium", "low"]
 
 _TOKEN = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
@@ -144,7 +145,7 @@ class Leg(Protocol):
     def weight(self, parsed: ParsedInput) -> float: ...
 
 
-@dataclass
+@dataclass(slots=True)
 class _Evidence:
     signature: float = 0.0
     signature_match: str = ""
@@ -282,6 +283,24 @@ class Retriever:
         self._repo_names = frozenset(n for n in names if len(n) >= 4 and n not in upstream)
         # The part of a thread's adjustment that depends on the thread alone, once per generation.
         self._base_boost = {doc.id: self._thread_boost(doc) for doc in self.documents}
+        # What a lookup's fusion asks of each document by its position, once per generation: its kind,
+        # component, and the thread facts :meth:`_adjustment` reads (engine, client, repository name,
+        # platform copy, the input-independent boost); the community flag :meth:`_one_per_author` reads.
+        self._is_thread = [doc.is_thread for doc in self.documents]
+        self._is_section = [doc.kind is DocKind.REFERENCE_SECTION for doc in self.documents]
+        self._component = [doc.component for doc in self.documents]
+        self._is_pull = [doc.thread_kind is ThreadKind.PULL for doc in self.documents]
+        self._community = [bool(doc.author) and trust_level(doc) == "community" for doc in self.documents]
+        self._facts = [
+            (
+                self.engines.engine.get(doc.id),
+                self.engines.client.get(doc.id),
+                (doc.repo or "").split("/", 1)[-1].lower(),
+                self.engines.is_platform_copy(doc),
+                self._base_boost[doc.id],
+            )
+            for doc in self.documents
+        ]
 
     @classmethod
     def from_store(cls, store: object, embedder: Embedder | None) -> Retriever:
@@ -490,33 +509,42 @@ class Retriever:
         evidence: dict[int, _Evidence] = {}
 
         def ev(index: int) -> _Evidence:
-            return evidence.setdefault(index, _Evidence())
+            e = evidence.get(index)
+            if e is None:
+                e = evidence[index] = _Evidence()
+            return e
 
         def fuse(leg: Leg, found: list[LegHit]) -> None:
             weight = leg.weight(parsed)
             top = found[0].score if found else 0.0
+            name, by_score, rrf_k = leg.name, leg.by_score, c.rrf_k
             for rank, hit in enumerate(found):
                 e = ev(hit.index)
-                e.record(leg.name, rank, hit, top)
-                e.fused += weight * hit.score * hit.score if leg.by_score else weight / (c.rrf_k + rank)
+                e.record(name, rank, hit, top)
+                e.fused += weight * hit.score * hit.score if by_score else weight / (rrf_k + rank)
 
-        # The dense leg (ONNX model, then a matrix product) releases the GIL: it runs beside the two
-        # Python legs instead of after them, and so does the input-only work below (the query encode
-        # is the longest step, so this thread would otherwise wait). The legs are fused in the same
-        # order as before the dense leg returns: the sums, and so the ranking, are the same.
-        dense_job = _DENSE_POOL.submit(self.legs[-1].rank, parsed) if dense and self.has_dense else None
-        for leg in self.legs[:-1]:
-            fuse(leg, leg.rank(parsed))
-        words = self._input_words(parsed)
-        components = self._input_components(parsed)
-        if dense_job is not None:
-            fuse(self.legs[-1], dense_job.result())
+        # The query encode (ONNX, which releases the GIL) is the longest step. It runs on this thread,
+        # so it starts at once; the two Python legs and the input-only work run beside it in the pool.
+        # Submitted the other way round, the encode waited for the GIL until this thread's Python work
+        # paused, which left little of it running beside the encode. The legs are fused in the same
+        # order either way (signature, lexical, dense): the sums, and so the ranking, are the same.
+        if dense and self.has_dense:
+            side = _LEG_POOL.submit(self._python_legs, parsed)
+            try:
+                dense_found: list[LegHit] | None = self.legs[-1].rank(parsed)
+            finally:
+                found, words, components = side.result()  # also when the dense leg raised
+        else:
+            dense_found = None
+            found, words, components = self._python_legs(parsed)
+        for leg, leg_hits in zip(self.legs[:-1], found, strict=True):
+            fuse(leg, leg_hits)
+        if dense_found is not None:
+            fuse(self.legs[-1], dense_found)
 
         # Sections pass a share of their score to the threads they cite (the best section counts).
-        sections = sorted(
-            (i for i in evidence if self.documents[i].kind is DocKind.REFERENCE_SECTION),
-            key=lambda i: -evidence[i].fused,
-        )[:5]
+        is_section = self._is_section
+        sections = sorted((i for i in evidence if is_section[i]), key=lambda i: -evidence[i].fused)[:5]
         passed: dict[int, float] = {}
         for i in sections:
             section = self.documents[i]
@@ -532,26 +560,33 @@ class Retriever:
         top_signature = max((e.signature for e in evidence.values()), default=0.0)
         relayed = self._relays_server_error(parsed)
         scores: dict[int, float] = {}
+        is_thread, component = self._is_thread, self._component
         for index, e in evidence.items():
-            doc = self.documents[index]
-            if not doc.is_thread:
+            if not is_thread[index]:
                 continue
+            doc = self.documents[index]
             if allowed is not None and doc.repo not in allowed:
                 continue
-            boost = self._adjustment(doc, e, parsed, words, top_signature, relayed=relayed)
-            if doc.component in components:
+            boost = self._adjustment(doc, e, parsed, words, top_signature, index, relayed=relayed)
+            if component[index] in components:
                 boost += c.same_component_boost
             scores[index] = e.fused * boost
         self._lift_upstream(scores, evidence, parsed, allowed)
         self._report_before_fix(scores, evidence)
         self._named_threads_first(scores, evidence, parsed, allowed)
-        ranked = self._one_per_author(sorted(((score, i) for i, score in scores.items()), reverse=True), self.documents)
+        ranked = self._one_per_author(sorted(((score, i) for i, score in scores.items()), reverse=True))
 
         hits = [self._hit(self.documents[i], evidence[i], parsed, components) for _, i in ranked[:top_k]]
         hits = self._one_high(hits)
         section_hits = [self._hit(self.documents[i], evidence[i], parsed, components) for i in sections[:3]]
         confident = any(h.confidence == "high" for h in hits)
         return RetrievalResult(hits=hits, sections=section_hits, confident=confident)
+
+    def _python_legs(self, parsed: ParsedInput) -> tuple[list[list[LegHit]], frozenset[str], set[str]]:
+        """What a search needs besides the dense leg: the other legs' hits (in ``legs`` order), the
+        input's name-like words and its error family; pure Python, run beside the query encode."""
+        found = [leg.rank(parsed) for leg in self.legs[:-1]]
+        return found, self._input_words(parsed), self._input_components(parsed)
 
     def _adjustment(
         self,
@@ -560,18 +595,19 @@ class Retriever:
         parsed: ParsedInput,
         words: frozenset[str],
         top_signature: float,
+        index: int,
         *,
         relayed: bool = False,
     ) -> float:
-        """The factor on a thread's fused score from its engine, client, repository and fix state.
+        """The factor on the fused score of the thread at ``index`` (``doc``) from its engine, client,
+        repository and fix state.
 
         ``relayed``: the input's failing line is the server's message that the named client only passes on
         (``litellm.InternalServerError: OpenAIException - <the server's error>``); the client's tracker then
         gets no same-client lift, since the failure and its threads are the server's.
         """
         c = self.calibration
-        engine = self.engines.engine.get(doc.id)
-        boost = self._base_boost[doc.id]
+        engine, client, name, platform_copy, boost = self._facts[index]
         if parsed.engines and engine is not None:
             if engine in parsed.engines:
                 boost += c.same_engine_boost
@@ -584,7 +620,6 @@ class Retriever:
                 # The very same error from another engine: a look-alike of this failure. The engine's
                 # own thread, or the engine-neutral library thread, with that error comes first.
                 boost *= c.other_engine_same_error_factor
-        client = self.engines.client.get(doc.id)
         if parsed.client and client == parsed.client and not relayed:
             boost += c.same_client_boost
             e.adjusted.append(f"same client ({parsed.client})")
@@ -593,11 +628,10 @@ class Retriever:
             # input's application or the engine's own thread is closer, unless the error is the same.
             boost *= c.other_client_factor
             e.adjusted.append(f"another client ({client})")
-        name = (doc.repo or "").split("/", 1)[-1].lower()
         if name in words and name in self._repo_names:
             boost += c.named_repo_boost
             e.adjusted.append(f"the input names {doc.repo}")
-        elif self.engines.is_platform_copy(doc) and not self._names_repo(words, doc.repo or ""):
+        elif platform_copy and not self._names_repo(words, doc.repo or ""):
             boost *= c.platform_factor
         # Only a title quoting one of the best-matching error strings: a title that quotes a generic
         # prefix ("HarmonyError: Unexpected token") must not lift a thread above the exact one.
@@ -634,17 +668,17 @@ class Retriever:
         pr = self.by_id.get(pr_id)
         return pr is not None and pr.state == "merged"
 
-    @staticmethod
-    def _one_per_author(ranked: list[tuple[float, int]], documents: Sequence[Document]) -> list[tuple[float, int]]:
+    def _one_per_author(self, ranked: list[tuple[float, int]]) -> list[tuple[float, int]]:
         """The best of each community author's threads: one account repeating itself adds no evidence."""
         seen: set[str] = set()
         out: list[tuple[float, int]] = []
+        community = self._community
         for score, i in ranked:
-            doc = documents[i]
-            if doc.author and trust_level(doc) == "community":
-                if doc.author in seen:
+            if community[i]:
+                author = self.documents[i].author
+                if author in seen:
                     continue
-                seen.add(doc.author)
+                seen.add(author)  # type: ignore[arg-type]  # a community thread has an author
             out.append((score, i))
         return out
 
@@ -696,9 +730,8 @@ class Retriever:
     ) -> None:
         """Rank the upstream thread a platform copy cites (and that thread's fix PR) above the copy."""
         c = self.calibration
-        copies = sorted(
-            (i for i in scores if self.engines.is_platform_copy(self.documents[i])), key=lambda i: -scores[i]
-        )[:10]
+        facts = self._facts
+        copies = sorted((i for i in scores if facts[i][3]), key=lambda i: -scores[i])[:10]  # platform copies
         for i in copies:
             copy = self.documents[i]
             engine = self.engines.engine.get(copy.id)
@@ -735,10 +768,9 @@ class Retriever:
         thread, so the thread leads all the more.
         """
         c = self.calibration
-        for i in sorted(scores, key=lambda i: -scores[i]):
+        pulls = (i for i in scores if self._is_pull[i] and evidence[i].signature >= c.signature_medium)
+        for i in sorted(pulls, key=lambda i: -scores[i]):
             pr = self.documents[i]
-            if pr.thread_kind is not ThreadKind.PULL or evidence[i].signature < c.signature_medium:
-                continue
             what = "removed" if pr.state == "merged" else "proposes to fix"
             for target in pr.fixes:
                 j = self._position.get(target)

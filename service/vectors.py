@@ -51,4 +51,5 @@ class VectorIndex:
         sims = self._matrix @ query
         top = np.argpartition(-sims, k - 1)[:k] if k < len(sims) else np.arange(len(sims))
         top = top[np.argsort(-sims[top], kind="stable")]
-        return [(self._ids[i], float(sims[i])) for i in top]
+        ids = self._ids
+        return [(ids[i], sim) for i, sim in zip(top.tolist(), sims[top].tolist(), strict=True)]

@@ -34,9 +34,7 @@ class Advice(BaseModel):
 
     summary: str = Field(description="What to change and why")
     flags: list[FlagOut] = Field(default=[], description="Settings to set, unset or avoid (never what was seen)")
-    sources: list[str] = Field(
-        default=[], description="Issue ids (owner/repo#N) or reference/<doc>.md#anchor"
-    )
+    sources: list[str] = Field(default=[], description="Issue ids (owner/repo#N) or reference/<doc>.md#anchor")
 
 
 def flag(text: str, action: FlagAction) -> FlagOut:
@@ -159,9 +157,7 @@ class CuratedThreads:
     """
 
     def __init__(self, documents: Iterable[Document]) -> None:
-        threads = sorted(
-            (d for d in documents if d.is_thread and trust_level(d) == "curated"), key=lambda d: d.id
-        )
+        threads = sorted((d for d in documents if d.is_thread and trust_level(d) == "curated"), key=lambda d: d.id)
         self.by_id: dict[str, Document] = {d.id: d for d in threads}
         self._sources: dict[tuple[str, int], tuple[str, ...]] = {}
         self._min_version: dict[str, tuple[str, str] | None] = {}
@@ -496,6 +492,8 @@ def _same_error_cards(
     if not parsed.normalized:
         return []
     shown = [n for n in parsed.normalized[:10] if len(n) >= 30]
+    if not shown:
+        return []
     have = {h.id for h in hits}
     found: list[Document] = []
     for doc, keys in kb.actionable:
@@ -517,18 +515,11 @@ def _version_advice(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedTh
             fixed_in = (own, doc.id)
         for pr in doc.fixed_by:
             card = kb.get(pr)
-            if (
-                fixed_in is None
-                and card is not None
-                and card.state == "merged"
-                and (v := fixing_version(card))
-            ):
+            if fixed_in is None and card is not None and card.state == "merged" and (v := fixing_version(card)):
                 fixed_in = (v, pr)
         if fixed_in is None:
             reported = [
-                v
-                for v in doc.versions.get("vllm", [])
-                if version and parse_version(v) == parse_version(version)
+                v for v in doc.versions.get("vllm", []) if version and parse_version(v) == parse_version(version)
             ]
             if reported and doc.state == "open":
                 advice.append(

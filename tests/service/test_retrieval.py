@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -9,8 +10,8 @@ import pytest
 
 from indexer.documents import Document, ThreadKind
 from indexer.sources.cards import card_documents
-from service.analysis.input import parse_input
-from service.retrieval import LegUnavailable, Retriever
+from service.analysis.input import ParsedInput, parse_input
+from service.retrieval import LegHit, LegUnavailable, Retriever
 from service.vectors import VectorIndex
 
 
@@ -552,3 +553,64 @@ def test_the_dense_leg_embeds_the_query_through_encode_query_when_the_embedder_h
     retriever = Retriever(docs, embedder, vectors)
     retriever.search(parse_input("tool calls arrive as text in content"), top_k=3)
     assert embedder.queries == ["tool calls arrive as text in content"]
+
+
+def test_the_query_encode_runs_on_the_calling_thread_while_the_python_legs_run_beside_it() -> None:
+    # The encode starts at once (no wait for the GIL behind the Python legs), and the legs overlap it.
+    legs_done = threading.Event()
+
+    class _Retriever(Retriever):
+        def _python_legs(self, parsed: ParsedInput) -> tuple[list[list[LegHit]], frozenset[str], set[str]]:
+            out = super()._python_legs(parsed)
+            legs_done.set()
+            return out
+
+    class _WaitingEmbedder(_OneHotEmbedder):
+        def __init__(self) -> None:
+            self.threads: list[threading.Thread] = []
+            self.legs_done_meanwhile: list[bool] = []
+
+        def encode_query(self, text: str) -> np.ndarray:
+            self.threads.append(threading.current_thread())
+            self.legs_done_meanwhile.append(legs_done.wait(timeout=10))
+            return self.encode([text])[0]
+
+    docs = card_documents()
+    embedder = _WaitingEmbedder()
+    retriever = _Retriever(docs, embedder, VectorIndex([d.id for d in docs], embedder.encode([d.text for d in docs])))
+    parsed = parse_input("Unexpected token 200002 while expecting start token 200006")
+    result = retriever.search(parsed, top_k=3)
+    assert embedder.threads == [threading.current_thread()]
+    assert embedder.legs_done_meanwhile == [True]
+    assert "200002" in " ".join(result.hits[0].doc.error_signatures)
+
+
+def test_a_community_authors_threads_count_once_and_the_facts_follow_each_document() -> None:
+    cards = card_documents()
+
+    def thread(number: int, author: str, association: str) -> Document:
+        return Document(
+            id=f"someone/zebra-tool#{number}",
+            kind="issue",
+            repo="someone/zebra-tool",
+            number=number,
+            title=f"zebracorn quokkafish crash number {number}",
+            text="zebracorn quokkafish crash when streaming",
+            author=author,
+            author_association=association,
+            sources=["github"],
+        )
+
+    spam = [thread(1, "mallory", "NONE"), thread(2, "mallory", "NONE")]
+    member = [thread(3, "maria", "MEMBER"), thread(4, "maria", "MEMBER")]
+    retriever = Retriever([*cards, *spam, *member], None, None)
+    at = {doc.id: i for i, doc in enumerate(retriever.documents)}
+    ranked = [(4.0 - n, at[f"someone/zebra-tool#{n}"]) for n in (1, 2, 3, 4)]
+    kept = [retriever.documents[i].id for _, i in retriever._one_per_author(ranked)]
+    # One account repeating itself counts once (its best thread); a maintainer's threads all count.
+    assert kept == ["someone/zebra-tool#1", "someone/zebra-tool#3", "someone/zebra-tool#4"]
+    # The per-position facts the fusion reads are each document's own.
+    for i, doc in enumerate(retriever.documents):
+        assert retriever._is_thread[i] is doc.is_thread
+        assert retriever._component[i] == doc.component
+        assert retriever._facts[i][2] == (doc.repo or "").split("/", 1)[-1].lower()
