@@ -523,24 +523,27 @@ class Retriever:
                 e.record(name, rank, hit, top)
                 e.fused += weight * hit.score * hit.score if by_score else weight / (rrf_k + rank)
 
-        # The query encode (ONNX, which releases the GIL) is the longest step. It runs on this thread,
-        # so it starts at once; the two Python legs and the input-only work run beside it in the pool.
-        # Submitted the other way round, the encode waited for the GIL until this thread's Python work
-        # paused, which left little of it running beside the encode. The legs are fused in the same
-        # order either way (signature, lexical, dense): the sums, and so the ranking, are the same.
-        if dense and self.has_dense:
-            side = _LEG_POOL.submit(self._python_legs, parsed)
-            try:
-                dense_found: list[LegHit] | None = self.legs[-1].rank(parsed)
-            finally:
-                found, words, components = side.result()  # also when the dense leg raised
-        else:
-            dense_found = None
+        def python_side() -> tuple[frozenset[str], set[str]]:
             found, words, components = self._python_legs(parsed)
-        for leg, leg_hits in zip(self.legs[:-1], found, strict=True):
-            fuse(leg, leg_hits)
-        if dense_found is not None:
+            for leg, leg_hits in zip(self.legs[:-1], found, strict=True):
+                fuse(leg, leg_hits)
+            return words, components
+
+        # The query encode (ONNX, which releases the GIL) is the longest step. It runs on this thread,
+        # so it starts at once; the two Python legs, their fusion and the input-only work run beside it
+        # in the pool (this thread touches ``evidence`` only once they are done). Submitted the other
+        # way round, the encode waited for the GIL until the Python work paused, which left little of
+        # it running beside the encode. The legs are fused in the same order either way (signature,
+        # lexical, then dense): the sums, and so the ranking, are the same.
+        if dense and self.has_dense:
+            side = _LEG_POOL.submit(python_side)
+            try:
+                dense_found = self.legs[-1].rank(parsed)
+            finally:
+                words, components = side.result()  # also when the dense leg raised
             fuse(self.legs[-1], dense_found)
+        else:
+            words, components = python_side()
 
         # Sections pass a share of their score to the threads they cite (the best section counts).
         is_section = self._is_section
