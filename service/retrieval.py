@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 import bm25s
 import numpy as np
@@ -143,6 +143,18 @@ class Leg(Protocol):
     def rank(self, parsed: ParsedInput) -> list[LegHit]: ...
 
     def weight(self, parsed: ParsedInput) -> float: ...
+
+
+class _ThreadFacts(NamedTuple):
+    """What :meth:`Retriever._adjustment` reads of one document, fixed for a generation."""
+
+    engine: str | None
+    client: str | None
+    repo_name: str
+    """The repository's name without its owner, lower-cased (``ml-explore/mlx-lm`` -> ``mlx-lm``)."""
+    platform_copy: bool
+    base_boost: float
+    """The input-independent part of the adjustment (:meth:`Retriever._thread_boost`)."""
 
 
 @dataclass(slots=True)
@@ -281,23 +293,23 @@ class Retriever:
         upstream = {repo.split("/", 1)[-1].lower() for repo in self.engines.canonical.values()}
         names = {doc.repo.split("/", 1)[-1].lower() for doc in self.documents if doc.repo}
         self._repo_names = frozenset(n for n in names if len(n) >= 4 and n not in upstream)
-        # The part of a thread's adjustment that depends on the thread alone, once per generation.
-        self._base_boost = {doc.id: self._thread_boost(doc) for doc in self.documents}
         # What a lookup's fusion asks of each document by its position, once per generation: its kind,
-        # component, and the thread facts :meth:`_adjustment` reads (engine, client, repository name,
-        # platform copy, the input-independent boost); the community flag :meth:`_one_per_author` reads.
+        # component, the thread facts :meth:`_adjustment` reads (with the part of the adjustment that
+        # depends on the thread alone), and the community author :meth:`_one_per_author` counts once.
         self._is_thread = [doc.is_thread for doc in self.documents]
         self._is_section = [doc.kind is DocKind.REFERENCE_SECTION for doc in self.documents]
         self._component = [doc.component for doc in self.documents]
         self._is_pull = [doc.thread_kind is ThreadKind.PULL for doc in self.documents]
-        self._community = [bool(doc.author) and trust_level(doc) == "community" for doc in self.documents]
+        self._community_author = [
+            doc.author if doc.author and trust_level(doc) == "community" else None for doc in self.documents
+        ]
         self._facts = [
-            (
+            _ThreadFacts(
                 self.engines.engine.get(doc.id),
                 self.engines.client.get(doc.id),
                 (doc.repo or "").split("/", 1)[-1].lower(),
                 self.engines.is_platform_copy(doc),
-                self._base_boost[doc.id],
+                self._thread_boost(doc),
             )
             for doc in self.documents
         ]
@@ -567,10 +579,9 @@ class Retriever:
         for index, e in evidence.items():
             if not is_thread[index]:
                 continue
-            doc = self.documents[index]
-            if allowed is not None and doc.repo not in allowed:
+            if allowed is not None and self.documents[index].repo not in allowed:
                 continue
-            boost = self._adjustment(doc, e, parsed, words, top_signature, index, relayed=relayed)
+            boost = self._adjustment(index, e, parsed, words, top_signature, relayed=relayed)
             if component[index] in components:
                 boost += c.same_component_boost
             scores[index] = e.fused * boost
@@ -593,23 +604,23 @@ class Retriever:
 
     def _adjustment(
         self,
-        doc: Document,
+        index: int,
         e: _Evidence,
         parsed: ParsedInput,
         words: frozenset[str],
         top_signature: float,
-        index: int,
         *,
         relayed: bool = False,
     ) -> float:
-        """The factor on the fused score of the thread at ``index`` (``doc``) from its engine, client,
-        repository and fix state.
+        """The factor on the fused score of the thread at ``index`` from its engine, client, repository and
+        fix state.
 
         ``relayed``: the input's failing line is the server's message that the named client only passes on
         (``litellm.InternalServerError: OpenAIException - <the server's error>``); the client's tracker then
         gets no same-client lift, since the failure and its threads are the server's.
         """
         c = self.calibration
+        doc = self.documents[index]
         engine, client, name, platform_copy, boost = self._facts[index]
         if parsed.engines and engine is not None:
             if engine in parsed.engines:
@@ -675,13 +686,13 @@ class Retriever:
         """The best of each community author's threads: one account repeating itself adds no evidence."""
         seen: set[str] = set()
         out: list[tuple[float, int]] = []
-        community = self._community
+        authors = self._community_author
         for score, i in ranked:
-            if community[i]:
-                author = self.documents[i].author
+            author = authors[i]
+            if author is not None:
                 if author in seen:
                     continue
-                seen.add(author)  # type: ignore[arg-type]  # a community thread has an author
+                seen.add(author)
             out.append((score, i))
         return out
 
@@ -734,7 +745,7 @@ class Retriever:
         """Rank the upstream thread a platform copy cites (and that thread's fix PR) above the copy."""
         c = self.calibration
         facts = self._facts
-        copies = sorted((i for i in scores if facts[i][3]), key=lambda i: -scores[i])[:10]  # platform copies
+        copies = sorted((i for i in scores if facts[i].platform_copy), key=lambda i: -scores[i])[:10]
         for i in copies:
             copy = self.documents[i]
             engine = self.engines.engine.get(copy.id)

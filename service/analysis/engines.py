@@ -18,16 +18,31 @@ from dataclasses import dataclass, field
 from indexer.documents import Document
 from service.analysis.needles import folded as folded_text
 
+_VLLM_OPTIONS = (
+    "enable_auto_tool_choice",
+    "structured_outputs_config",
+    "guided_decoding_backend",
+    "gpu_memory_utilization",
+    "async_scheduling",
+    "max_num_batched_tokens",
+)
+"""Options only vLLM takes (its docs' flags and config names), written with ``-`` or ``_``."""
+
+
+def _option_pattern(option: str) -> str:
+    return r"\b" + r"[-_]".join(option.split("_")) + r"\b"
+
+
 # Product names as they appear in logs, repository names and thread titles. Order matters only for ties.
 ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     # vLLM also by the names only its own options carry (its docs' flags and its gpt-oss reasoning parser).
     (
         "vllm",
         re.compile(
-            r"\bvllm\b|\(APIServer pid=|\bEngineCore_?\w{0,8} pid="
-            r"|\bopenai_gptoss\b|enable[-_]auto[-_]tool[-_]choice|\bstructured[-_]outputs[-_]config\b"
-            r"|\bguided[-_]decoding[-_]backend\b|\bgpu[-_]memory[-_]utilization\b|\basync[-_]scheduling\b"
-            r"|\bmax[-_]num[-_]batched[-_]tokens\b",
+            "|".join(
+                [r"\bvllm\b|\(APIServer pid=|\bEngineCore_?\w{0,8} pid=|\bopenai_gptoss\b"]
+                + [_option_pattern(option) for option in _VLLM_OPTIONS]
+            ),
             re.I,
         ),
     ),
@@ -95,16 +110,6 @@ CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 SDK_CLIENTS = frozenset({"openai-python", "ollama-python", "httpx", "requests"})
 """Client libraries rather than applications: they relay what the server said and decide nothing."""
 
-_VLLM_OPTION_PARTS = (
-    ("auto", "tool"),
-    ("structured", "outputs"),
-    ("guided", "decoding"),
-    ("gpu", "memory"),
-    ("async", "scheduling"),
-    ("num", "batched"),
-)
-"""The first two words of each vLLM option in ENGINES, as needles in both spellings (``gpu_memory``, ``gpu-memory``)."""
-
 # A literal every match contains (lower-case), looked for in the input folded as re.IGNORECASE folds it
 # (service/analysis/needles.py): on a long log a pattern runs only when its needle is there.
 _NEEDLES: dict[str, tuple[str, ...]] = {
@@ -113,7 +118,8 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
         "apiserver pid",
         "enginecore",
         "openai_gptoss",
-        *(f"{a}{sep}{b}" for a, b in _VLLM_OPTION_PARTS for sep in "-_"),
+        # Each option's first two words, in both spellings (``gpu_memory``, ``gpu-memory``).
+        *(sep.join(option.split("_")[:2]) for option in _VLLM_OPTIONS for sep in "-_"),
     ),
     "ollama": ("ollama", "gpt-oss:", ":11434"),
     "sglang": ("sgl", "serverargs(", "prefill batch", "decode batch"),

@@ -613,4 +613,11 @@ def test_a_community_authors_threads_count_once_and_the_facts_follow_each_docume
     for i, doc in enumerate(retriever.documents):
         assert retriever._is_thread[i] is doc.is_thread
         assert retriever._component[i] == doc.component
-        assert retriever._facts[i][2] == (doc.repo or "").split("/", 1)[-1].lower()
+        facts = retriever._facts[i]
+        assert facts.repo_name == (doc.repo or "").split("/", 1)[-1].lower()
+        assert (facts.engine, facts.client) == (
+            retriever.engines.engine.get(doc.id),
+            retriever.engines.client.get(doc.id),
+        )
+        assert facts.platform_copy is retriever.engines.is_platform_copy(doc)
+        assert facts.base_boost == retriever._thread_boost(doc)
