@@ -17,17 +17,19 @@ before a rebuild, the read-only copy on a full disk) is indexer/store_open.py; t
 
 from __future__ import annotations
 
+import functools
 import logging
 import shutil
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from indexer.chroma_client import FIX, short_error
+from indexer.chroma_client import FIX, make_client, short_error
 from indexer.diskspace import OPEN_FAILED, disk_full, is_disk_full
 from indexer.documents import DocKind, Document
 from indexer.embedding import Embedder
@@ -55,6 +57,33 @@ log = logging.getLogger(__name__)
 CHUNK = 256
 EMBED_CHUNK = 64
 Progress = Callable[[int], None]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _on_client(method: F) -> F:
+    """Run a read under the store's client lock, so :meth:`Store.renew_client` never closes a client mid-read;
+    a closed store refuses it."""
+
+    @functools.wraps(method)
+    def guarded(self: Store, *args: Any, **kwargs: Any) -> Any:
+        with self._client_lock:
+            if self._closed:
+                raise StoreError(f"the index at {self.location} was closed")
+            return method(self, *args, **kwargs)
+
+    return guarded  # type: ignore[return-value]
+
+
+def _close_client(client: Any) -> None:
+    """Close a Chroma client: chromadb stops the System it shares with the process's other clients of that
+    store once the last of them is closed, which frees the native state it keeps (best effort)."""
+    close = getattr(client, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception as exc:
+        log.warning("could not close the Chroma client: %s", short_error(exc))
 
 
 @dataclass
@@ -105,7 +134,9 @@ class Store:
         lock: DataDirLock | None,
         lock_timeout: float = 0.0,
     ) -> None:
-        self._client = client
+        self._client: Any = client  # None after renew_client failed to open a new one (reopened on the next read)
+        self._client_lock = threading.RLock()
+        self._closed = False
         self.settings = settings
         self.embedder = embedder
         self.read_only = read_only
@@ -142,6 +173,7 @@ class Store:
             cls, settings, embedder, read_only=read_only, lock_timeout=lock_timeout, reset_if_corrupt=reset_if_corrupt
         )
 
+    @_on_client
     def vector_problem(self, sample: int | None = None) -> str | None:
         """Why dense search over the served collection is damaged; None when sound (indexer/store_health.py)."""
         from indexer.store_health import SELF_CHECK, vector_problem
@@ -149,6 +181,10 @@ class Store:
         return vector_problem(self, SELF_CHECK if sample is None else sample)
 
     def _load(self) -> None:
+        if self._client is None:  # renew_client closed the last one and could not open another
+            if self._closed:
+                raise StoreError(f"the index at {self.location} was closed")
+            self._client = make_client(self.settings)
         try:
             names = {c if isinstance(c, str) else c.name for c in self._client.list_collections()}
             if self._meta_name not in names:
@@ -183,7 +219,18 @@ class Store:
         self._target = self._active
 
     def close(self) -> None:
-        """Release the writer lease or the data dir lock (the Chroma client itself needs no closing)."""
+        """Close the Chroma client, then release the writer lease or the data dir lock.
+
+        Closing the client matters in a long-lived process: chromadb keeps one System per store path, with
+        native state for every collection it opened (also after the collection is deleted), until the
+        last client of that path in the process is closed.
+        """
+        with self._client_lock:
+            self._closed = True
+            client, self._client = self._client, None
+            self._collections.clear()
+        if client is not None:
+            _close_client(client)
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -193,6 +240,36 @@ class Store:
         if self._copy is not None:
             shutil.rmtree(self._copy, ignore_errors=True)
             self._copy = None
+
+    def renew_client(self, timeout: float) -> bool:
+        """Replace this reader's Chroma client with a fresh one on the same store, keeping the data dir lock.
+
+        chromadb shares one System among a process's clients of a store path and keeps, inside it, native
+        state for every collection it opened, also after that collection was deleted (measured with
+        chromadb 1.5.9: 4-5 MB per generation). A reader that outlives many generations (``serve``) calls
+        this after it loaded a new one: when no other client of the path is open in the process (an index
+        run's store is closed when the run ends), closing this one stops the System, and the new client
+        starts one that holds only the served collection. Reads wait for the renewal (they hold the client
+        lock); False when a read did not finish within ``timeout`` (nothing changed), or on a Chroma
+        server (no native state here). When the new client cannot be opened, the StoreError is raised and
+        the next read tries again.
+        """
+        if self.settings.chroma_url or not self.read_only:
+            return False
+        if not self._client_lock.acquire(timeout=timeout):
+            return False
+        try:
+            if self._closed:
+                return False
+            old, self._client = self._client, None
+            self._collections.clear()
+            self._meta = None
+            if old is not None:
+                _close_client(old)
+            self._load()
+            return True
+        finally:
+            self._client_lock.release()
 
     def __enter__(self) -> Store:
         return self
@@ -263,7 +340,7 @@ class Store:
 
     def _read(self, op: Callable[[Any], Any], default: Any) -> Any:
         """Run a read on the active collection, following a swap made by another process once."""
-        if self._active is None:
+        if self._active is None or self._client is None:
             self._refresh()
             if self._active is None:
                 return default
@@ -280,6 +357,7 @@ class Store:
             raise StoreError(f"reading the index at {self.location} failed: {short_error(exc)}; {FIX}") from exc
 
     # ----------------------------------------------------------------- reads
+    @_on_client
     def generation(self) -> str:
         """The current generation stamp: changes whenever the served document set changes."""
         try:
@@ -290,6 +368,7 @@ class Store:
             raise StoreError(f"reading the index at {self.location} failed: {short_error(exc)}") from exc
         return f"{self._active}:{self._generation}" if self._active else ""
 
+    @_on_client
     def documents(self) -> list[Document]:
         """Every served document, sorted by id."""
 
@@ -307,6 +386,7 @@ class Store:
         result: list[Document] = self._read(fetch, [])
         return result
 
+    @_on_client
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """Every served document's id and vector (one float32 row each): readers search them in memory."""
         empty = np.zeros((0, self.embedder.dimension), dtype=np.float32)
@@ -328,6 +408,7 @@ class Store:
         result: tuple[list[str], np.ndarray] = self._read(fetch, ([], empty))
         return result
 
+    @_on_client
     def get_many(self, ids: Sequence[str]) -> dict[str, Document]:
         """The served documents among ``ids``, by id."""
         if not ids:
@@ -348,6 +429,7 @@ class Store:
         """One served document or None."""
         return self.get_many([doc_id]).get(doc_id)
 
+    @_on_client
     def query(self, vector: np.ndarray, k: int, *, where: dict[str, Any] | None = None) -> list[tuple[str, float]]:
         """The k nearest documents as (id, cosine similarity), best first."""
         vec = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -365,6 +447,7 @@ class Store:
         result: list[tuple[str, float]] = self._read(run, [])
         return result
 
+    @_on_client
     def count(self) -> int:
         """How many documents are served."""
         result: int = self._read(lambda col: col.count(), 0)
@@ -378,6 +461,7 @@ class Store:
         found = read_cursors(self._state(name)).get(source)
         return dict(found.cursor) if found else {}
 
+    @_on_client
     def status(self) -> StoreStatus:
         """Counts, times, generation, cursors and last run, for /v1/index/status, the CLI and the engine."""
         self._refresh()
@@ -399,6 +483,7 @@ class Store:
             full_disk=self.full_disk,
         )
 
+    @_on_client
     def last_run(self) -> dict[str, Any] | None:
         """The last recorded index/sync outcome."""
         return self._meta.last_run() if self._meta is not None else None

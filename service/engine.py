@@ -423,6 +423,7 @@ class LookupEngine:
                 return False
             self._snapshot = self._load(generation)
             log.info("index generation %s loaded (%d documents)", generation, len(self._snapshot.documents))
+            self._renew_store_client()
             release_free_heap()  # the previous generation's snapshot is garbage now
             return True
         except Exception as exc:
@@ -433,6 +434,38 @@ class LookupEngine:
             return False
         finally:
             self._reload_lock.release()
+
+    def after_index_run(self) -> bool:
+        """After an index run of this process: load its generation, and let chromadb drop what it kept.
+
+        The run's own store is closed by now, so renewing this engine's Chroma client stops the System the
+        two shared (with the native state of the collections the run replaced). When the generation was
+        already picked up during the run, a renewal then could not stop that System (the run's client still
+        held it), so it is renewed here once more. True when this call swapped generations (and so has
+        already released the freed heap).
+        """
+        if self.reload_if_changed(now=True):
+            return True
+        with self._reload_lock:
+            if not self._closed:
+                self._renew_store_client()
+        return False
+
+    def _renew_store_client(self) -> None:
+        """Swap the store's Chroma client for a fresh one (``Store.renew_client``); called under the reload lock.
+
+        Lookups never call the store (they answer from the loaded snapshot), so only the generation check
+        and the status read wait for it. A failure is the store's: the snapshot keeps serving, the next
+        check opens a client again.
+        """
+        renew = getattr(self.store, "renew_client", None)  # the real store has it; test stores do not
+        if renew is None:
+            return
+        try:
+            renew(timeout=self.store_timeout)
+        except Exception as exc:
+            self._store_failed(exc)
+            log.warning("could not reopen the index store after a new generation: %s", self._store_error)
 
     def _store_failed(self, exc: BaseException) -> None:
         """Record a failed store call: hung when it timed out (checks move to the background), else failing."""

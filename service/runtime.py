@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Literal
 
 from service.config import Settings
@@ -111,7 +110,7 @@ class Runtime:
                 self.settings,
                 embedder=engine.embedder,
                 runner=self.runner,
-                on_finished=partial(engine.reload_if_changed, now=True),
+                on_finished=engine.after_index_run,
             )
             self.scheduler = scheduler
             self.engine = engine
