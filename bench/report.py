@@ -471,6 +471,15 @@ def markdown(r: dict[str, Any]) -> str:
                     "of which private (RssAnon) peak per load cycle; the rest is mapped files",
                     f"{rss.get('anon_cycle_peaks_mb')} MB",
                 ],
+                [
+                    "first re-index of the process (before the judged cycles): seconds / outcome",
+                    f"{(rx.get('warmup') or {}).get('seconds')} / {(rx.get('warmup') or {}).get('detail')}",
+                ],
+                [
+                    "RSS step over the first re-index (reported) / RSS and RssAnon growth over the judged ones",
+                    f"{_fmt(rss.get('first_step_mb'), ' MB')} / {_fmt(rss.get('growth_mb'), ' MB')} and "
+                    f"{_fmt(rss.get('anon_growth_mb'), ' MB')}",
+                ],
                 ["index generation before -> after", f"{rx.get('generation_before')} -> {rx.get('generation_after')}"],
                 [
                     "service RSS start / end / max",

@@ -126,6 +126,19 @@ def test_rss_report_tells_a_plateau_from_a_leak() -> None:
     anon = [(t * 0.5, 200.0 + (t % 50) / 2) for t in range(100)]
     split = rss_report(leak, cycles=cycles, after=None, anon=anon)
     assert split["anon_cycle_peaks_mb"] == [224.5, 224.5] and split["flat"] is False
+    assert split["anon_growth_mb"] == 0.0 and split["first_step_mb"] is None
+
+
+def test_rss_report_judges_the_reindexes_after_the_first_and_reports_the_first_step() -> None:
+    # Three quiet cycles: one step up over the first re-index, then flat over the judged ones.
+    cycles = [(0.0, 10.0), (20.0, 30.0), (40.0, 50.0)]
+    step = [(float(t), 300.0 if t < 15 else 345.0) for t in range(51)]
+    report = rss_report(step, cycles=cycles, after=None, baseline=1)
+    assert report["first_step_mb"] == 45.0 and report["growth_mb"] == 0.0 and report["flat"] is True
+    # Judged from the first cycle instead, the same series is the one-time step: not flat.
+    assert rss_report(step, cycles=cycles, after=None)["flat"] is False
+    creep = [(float(t), 300.0 + (45.0 if t >= 15 else 0.0) + (30.0 if t >= 35 else 0.0)) for t in range(51)]
+    assert rss_report(creep, cycles=cycles, after=None, baseline=1)["flat"] is False
 
 
 def test_proc_memory_reads_private_and_mapped_memory_of_a_live_process() -> None:
