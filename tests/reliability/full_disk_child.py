@@ -85,9 +85,16 @@ def served(data_dir: Path, filler: Path) -> dict[str, object]:
         after = client.post("/lookup", json={"error": ERROR})
         report["lookup_after_status"] = after.status_code
         report["issues_after"] = len(after.json().get("issues") or [])
-        report["copies_while_serving"] = sorted(
-            p.name for p in Path(os.environ["TMPDIR"]).glob("gptoss-doctor-full-disk-*")
-        )
+
+        def copies() -> list[str]:
+            return sorted(p.name for p in Path(os.environ["TMPDIR"]).glob("gptoss-doctor-full-disk-*"))
+
+        # The copy's store is closed right after the swap (its Chroma client first, then the folder), so on a
+        # busy machine /health can answer between the two: wait a bounded moment, never for a copy that stays.
+        deadline = time.monotonic() + 30
+        while copies() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        report["copies_while_serving"] = copies()
         # Serving the real store again, it holds the data dir's shared lock as any serve does.
         report["index_beside"] = cli(data_dir, "index")
         return report
