@@ -203,10 +203,6 @@ def load_mix(texts: Sequence[tuple[str, str]], n: int = 64) -> list[tuple[str, s
     return mix
 
 
-VIA_CLI = "cli (`gptoss-doctor index --full` beside the server)"
-VIA_ADMIN_REFUSED = "admin endpoint (the CLI is refused while serve holds the store lock)"
-
-
 class Reindexer:
     """Keeps a re-index running through the load run: the CLI beside the server, or the admin endpoint.
 
@@ -218,6 +214,7 @@ class Reindexer:
         self.server, self.env, self.token, self.via = server, env, token, via
         self.t0, self.until = t0, until
         self.runs: list[dict[str, Any]] = []
+        self._settled = False
         self.thread = threading.Thread(target=self._loop, name="reindexer", daemon=True)
 
     def _status(self, client: httpx.Client) -> dict[str, Any]:
@@ -248,28 +245,31 @@ class Reindexer:
         end = time.perf_counter() - self.t0
         return {**outcome, "start_s": round(start, 2), "end_s": round(end, 2), "seconds": round(end - start, 2)}
 
-    def _settle(self) -> None:
-        """Decide how re-indexes run: ``auto`` tries the CLI first (that try is a run when it is allowed).
-
-        A ``via`` another Reindexer settled (its description) is kept as it is.
-        """
-        if self.via in ("auto", "cli"):
-            first = self._timed(self._cli)
-            locked = first.get("code") == EXIT_LOCKED or "held by" in str(first["detail"])
-            if self.via == "cli" or not locked:
-                self.via = VIA_CLI
-                self.runs.append(first)
-            else:
-                self.via = VIA_ADMIN_REFUSED
-        elif not self.via.startswith(("cli (", "admin endpoint")):
+    def _settle(self) -> dict[str, Any] | None:
+        """Decide, once, how re-indexes run: ``auto`` tries the CLI first; that try, when the CLI was
+        allowed, is a re-index and is returned."""
+        if self._settled:
+            return None
+        self._settled = True
+        if self.via not in ("auto", "cli"):
             self.via = "admin endpoint"
+            return None
+        first = self._timed(self._cli)
+        locked = first.get("code") == EXIT_LOCKED or "held by" in str(first["detail"])
+        if self.via == "cli" or not locked:
+            self.via = "cli (`gptoss-doctor index --full` beside the server)"
+            return first
+        self.via = "admin endpoint (the CLI is refused while serve holds the store lock)"
+        return None
 
     def _run(self, client: httpx.Client) -> dict[str, Any]:
         return self._timed(self._cli if self.via.startswith("cli") else partial(self._admin, client))
 
     def _loop(self) -> None:
         with httpx.Client(base_url=self.server.url, timeout=30) as client:
-            self._settle()
+            first = self._settle()
+            if first is not None:
+                self.runs.append(first)
             while time.perf_counter() < self.until and len(self.runs) < MAX_REINDEX_RUNS:
                 run = self._run(client)
                 self.runs.append(run)
@@ -277,12 +277,9 @@ class Reindexer:
                     time.sleep(2)
 
     def once(self) -> dict[str, Any]:
-        """One re-index now, in this thread, the way the loop runs them; its record."""
+        """One re-index now, in this thread, the way the loop runs them; its record (not one of ``runs``)."""
         with httpx.Client(base_url=self.server.url, timeout=30) as client:
-            self._settle()
-            if not self.runs:
-                self.runs.append(self._run(client))
-        return self.runs[0]
+            return self._settle() or self._run(client)
 
     def report(self, start: float, end: float) -> dict[str, Any]:
         """The runs, and the share of the window ``start``-``end`` (seconds on the load clock) spent re-indexing."""
@@ -334,12 +331,12 @@ def load_run(
         cycle("quiet, first")
         # The process's first re-index loads what only index runs use, once: the memory rule judges the
         # re-indexes after it (growth per re-index is what adds up in a long-running service).
-        warmup = Reindexer(server, env, token, via, t0=t0, until=0.0)
-        first_run = warmup.once()
+        reindexer = Reindexer(server, env, token, via, t0=t0, until=0.0)
+        first_run = reindexer.once()
         time.sleep(2)
         cycle("quiet, before")
         reindex_start = time.perf_counter()
-        reindexer = Reindexer(server, env, token, warmup.via, t0=t0, until=reindex_start + seconds)
+        reindexer.until = reindex_start + seconds
         reindexer.thread.start()
         for i in range(LOAD_CYCLES):
             cycle(f"re-index {i + 1}")

@@ -64,6 +64,7 @@ class IndexStore(Protocol):
     def vectors(self) -> tuple[list[str], Any]: ...
     def generation(self) -> str: ...
     def status(self) -> StoreStatus: ...
+    def renew_client(self, timeout: float) -> bool: ...
     def close(self) -> None: ...
 
 
@@ -458,11 +459,8 @@ class LookupEngine:
         and the status read wait for it. A failure is the store's: the snapshot keeps serving, the next
         check opens a client again.
         """
-        renew = getattr(self.store, "renew_client", None)  # the real store has it; test stores do not
-        if renew is None:
-            return
         try:
-            renew(timeout=self.store_timeout)
+            self.store.renew_client(timeout=self.store_timeout)
         except Exception as exc:
             self._store_failed(exc)
             log.warning("could not reopen the index store after a new generation: %s", self._store_error)

@@ -68,6 +68,9 @@ class ListStore:
             last_run=None,
         )
 
+    def renew_client(self, timeout: float) -> bool:
+        return False  # in memory: no client to renew
+
     def close(self) -> None:
         pass
 

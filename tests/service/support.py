@@ -87,6 +87,9 @@ class MemoryStore:
     def record_run(self, outcome: dict[str, Any]) -> None:
         self._runs = outcome
 
+    def renew_client(self, timeout: float) -> bool:
+        return False  # in memory: no client to renew
+
     def close(self) -> None:
         pass
 
