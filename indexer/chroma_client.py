@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -36,6 +37,15 @@ def stall_for_tests() -> None:
         import ctypes
 
         ctypes.PyDLL(None).sleep(int(float(seconds)))
+
+
+def load_library() -> None:
+    """Import chromadb and the bindings its embedded client loads on the first open (about 0.8 s in a
+    cold process), so a caller can do it beside other start-up work; the open imports whatever is left."""
+    import chromadb  # noqa: F401
+
+    with contextlib.suppress(ImportError):  # a module of chromadb 1.x, not part of its public API
+        import chromadb.api.rust  # noqa: F401
 
 
 def make_client(settings: IndexSettings) -> Any:

@@ -15,10 +15,15 @@ facts table, or a malformed row, is an error that names the file and the heading
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import logging
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -27,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from indexer.documents import ISSUE_ID
 from indexer.errors import IndexerError
 from indexer.sources.markdown import github_slug
+
+log = logging.getLogger(__name__)
 
 ActionKind = Literal["set", "unset", "avoid", "upgrade", "workaround", "check"]
 ProblemKind = Literal["error", "setup"]
@@ -313,22 +320,66 @@ def _reference_files(docs_dir: Path) -> list[Path]:
     return sorted(p for p in reference.rglob("*.md") if p.is_file()) if reference.is_dir() else []
 
 
-_CACHE: dict[Path, tuple[tuple[tuple[str, int, int], ...], tuple[Problem, ...]]] = {}
+_CACHE: dict[tuple[Path, Path | None], tuple[tuple[tuple[str, int, int], ...], tuple[Problem, ...]]] = {}
+
+CACHE_FILE = "problems.json"
+"""The parsed problems in ``load_problems``'s ``cache_dir``, for the next process to read instead of parsing."""
 
 
-def load_problems(docs_dir: Path) -> tuple[Problem, ...]:
-    """Every Problem of ``docs_dir/reference/*.md``, re-parsed only when a file changed (mtime, size)."""
+def _parser_key() -> str:
+    """Changes whenever this parser does: a cache written by another version of it is not read."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def _read_cache(path: Path, key: list[Any]) -> tuple[Problem, ...] | None:
+    """The problems cached for exactly ``key``; None when missing, for other files or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("key") != key:
+            return None
+        return tuple(Problem.model_validate(item) for item in data["problems"])
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # ValidationError is a ValueError
+        return None
+
+
+def _write_cache(path: Path, key: list[Any], problems: tuple[Problem, ...]) -> None:
+    """Replace the cache file in one step; a cache that cannot be written only costs the next parse."""
+    data = {"key": key, "problems": [p.model_dump(mode="json") for p in problems]}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.debug("problems cache not written (%s)", exc)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def load_problems(docs_dir: Path, cache_dir: Path | None = None) -> tuple[Problem, ...]:
+    """Every Problem of ``docs_dir/reference/*.md``, re-parsed only when a file changed (mtime, size).
+
+    ``cache_dir``: where the parsed problems are also kept for other processes, keyed by the files and
+    this parser (a cold CLI lookup otherwise spends about 0.15 s parsing the markdown).
+    """
     root = Path(docs_dir).resolve()
     files = _reference_files(root)
     stamp = tuple((p.as_posix(), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
-    cached = _CACHE.get(root)
+    cached = _CACHE.get((root, cache_dir))
     if cached and cached[0] == stamp:
         return cached[1]
-    problems: list[Problem] = []
-    for path in files:
-        problems += parse_problems(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix())
-    _CACHE[root] = (stamp, tuple(problems))
-    return _CACHE[root][1]
+    key: list[Any] = [_parser_key(), [list(s) for s in stamp]]
+    path = cache_dir / CACHE_FILE if cache_dir is not None else None
+    found = _read_cache(path, key) if path is not None else None
+    if found is None:
+        problems: list[Problem] = []
+        for file in files:
+            problems += parse_problems(file.read_text(encoding="utf-8"), file.relative_to(root).as_posix())
+        found = tuple(problems)
+        if path is not None:
+            _write_cache(path, key, found)
+    _CACHE[(root, cache_dir)] = (stamp, found)
+    return found
 
 
 def problem_by_anchor(problems: tuple[Problem, ...], anchor: str) -> Problem | None:

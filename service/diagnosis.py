@@ -75,12 +75,14 @@ class Problems:
         self._templates = sorted(best.items(), key=lambda item: -len(item[0]))
 
     @classmethod
-    def load(cls, docs_dir: Path) -> Problems:
-        """The problems of ``docs_dir/reference``; none (logged) when the docs cannot be read."""
+    def load(cls, docs_dir: Path, cache_dir: Path | None = None) -> Problems:
+        """The problems of ``docs_dir/reference``; none (logged) when the docs cannot be read.
+
+        ``cache_dir``: where the parsed problems are kept for the next process (``load_problems``)."""
         try:
             from indexer.problems import load_problems
 
-            return cls(load_problems(docs_dir))
+            return cls(load_problems(docs_dir, cache_dir))
         except Exception as exc:  # a broken doc must not stop lookups: answers lose only the verdict
             log.warning("known problems unavailable (%s: %s); answers carry no diagnosis", type(exc).__name__, exc)
             return cls([])

@@ -78,6 +78,8 @@ DENSE_DEGRADED_WINDOW = 60.0
 """How long after a failed dense leg /health keeps saying degraded."""
 MAX_TOKENS = 64
 """Token ids decoded per input; a pathological log can name thousands."""
+PROBLEMS_CACHE_DIR = "cache"
+"""The data dir's folder for the parsed known problems of the reference docs (indexer.problems.CACHE_FILE)."""
 
 
 RECOVER_INTERVAL = 10.0
@@ -214,15 +216,33 @@ class LookupEngine:
         only pay its load time.
         """
         from indexer.api import ensure_index, open_reader
+        from indexer.chroma_client import load_library
         from indexer.embedding import load_embedder, query_threads
 
-        if embedder is None:
-            embedder = load_embedder(settings, query_threads=query_threads()) if long_lived else load_embedder(settings)
+        # Opening the ONNX session spends its time in native code that releases the GIL, so it runs in a
+        # thread while this one does the GIL-bound start-up work: Harmony's vocabulary and importing
+        # Chroma (a cold CLI lookup spent about 0.25 s on the session before the rest began).
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="embedder-load") as pool:
+            if embedder is None and long_lived:
+                loading = pool.submit(lambda: load_embedder(settings, query_threads=query_threads()))
+            elif embedder is None:
+                loading = pool.submit(load_embedder, settings)
+            harmony, harmony_error = open_harmony(settings)
+            if not settings.chroma_url:
+                load_library()
+            ready: Embedder = loading.result() if embedder is None else embedder
+        store: IndexStore = open_reader(settings, ready)
         if build_if_empty:
-            ensure_index(settings, embedder, on_build=on_build)
-        store: IndexStore = open_reader(settings, embedder)
-        harmony, harmony_error = open_harmony(settings)
-        return cls(settings, embedder=embedder, store=store, harmony=harmony, harmony_error=harmony_error)
+            try:
+                empty = not store.status().documents
+            except BaseException:
+                store.close()
+                raise
+            if empty:  # the one reader is closed while the first build runs, then opened on what it built
+                store.close()
+                ensure_index(settings, ready, on_build=on_build)
+                store = open_reader(settings, ready)
+        return cls(settings, embedder=ready, store=store, harmony=harmony, harmony_error=harmony_error)
 
     def close(self) -> None:
         """Release the store and the probe threads."""
@@ -569,7 +589,7 @@ class LookupEngine:
             retriever=retriever,
             knowledge=Knowledge(documents),
             curated=CuratedThreads(documents),
-            problems=Problems.load(self.settings.docs_dir),
+            problems=Problems.load(self.settings.docs_dir, self.settings.data_dir / PROBLEMS_CACHE_DIR),
             index=index_info(status),
             status=status,
         )

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+import indexer.problems as problems_module
 from indexer.problems import (
     ACTION_KINDS,
+    CACHE_FILE,
     WHENS,
     Problem,
     ProblemFormatError,
@@ -167,6 +169,69 @@ def test_load_problems_reparses_only_changed_files(tmp_path: Path) -> None:
     assert second is not first and second[0].cause == "Changed."
     assert problem_by_anchor(second, second[0].anchor) == second[0]
     assert problem_by_anchor(second, "reference/a.md#nope") is None
+
+
+def _fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a new process has: no parsed problems in memory."""
+    monkeypatch.setattr(problems_module, "_CACHE", {})
+
+
+def test_load_problems_keeps_them_for_the_next_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docs, cache = tmp_path / "docs", tmp_path / "data" / "cache"
+    (docs / "reference").mkdir(parents=True)
+    doc = docs / "reference" / "a.md"
+    doc.write_text(DOC, encoding="utf-8")
+    parsed = load_problems(docs, cache)
+    assert (cache / CACHE_FILE).is_file()
+
+    # The next process reads the cache and parses nothing.
+    _fresh_process(monkeypatch)
+    calls: list[str] = []
+    real_parse = problems_module.parse_problems
+    monkeypatch.setattr(problems_module, "parse_problems", lambda *a: calls.append(a[1]) or real_parse(*a))
+    assert load_problems(docs, cache) == parsed and calls == []
+
+    # A changed doc is parsed again, and the cache follows it.
+    doc.write_text(DOC.replace("The model ran past a stop token.", "Changed."), encoding="utf-8")
+    stat = doc.stat()
+    os.utime(doc, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    _fresh_process(monkeypatch)
+    assert load_problems(docs, cache)[0].cause == "Changed." and calls == ["reference/a.md"]
+    _fresh_process(monkeypatch)
+    assert load_problems(docs, cache)[0].cause == "Changed." and calls == ["reference/a.md"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda text: text[: len(text) // 2],  # cut short
+        lambda text: text.replace('"kind": "error"', '"kind": "bogus"'),  # not a Problem any more
+        lambda text: text.replace('"key": ["', '"key": ["another parser ', 1),  # written by another version
+        lambda text: "[]",
+    ],
+)
+def test_a_damaged_or_foreign_cache_is_parsed_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage) -> None:
+    docs, cache = tmp_path / "docs", tmp_path / "cache"
+    (docs / "reference").mkdir(parents=True)
+    (docs / "reference" / "a.md").write_text(DOC, encoding="utf-8")
+    parsed = load_problems(docs, cache)
+    file = cache / CACHE_FILE
+    file.write_text(damage(file.read_text(encoding="utf-8")), encoding="utf-8")
+    _fresh_process(monkeypatch)
+    assert load_problems(docs, cache) == parsed
+    _fresh_process(monkeypatch)  # and the parse wrote a good cache again
+    monkeypatch.setattr(problems_module, "parse_problems", lambda *a: pytest.fail("the cache was not rewritten"))
+    assert load_problems(docs, cache) == parsed
+
+
+def test_a_cache_that_cannot_be_written_costs_only_the_parse(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    (docs / "reference").mkdir(parents=True)
+    (docs / "reference" / "a.md").write_text(DOC, encoding="utf-8")
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder would go", encoding="utf-8")
+    assert load_problems(docs, blocker)[0].title.startswith("Unexpected token 1")
+    assert blocker.read_text(encoding="utf-8").startswith("a file")
 
 
 def test_load_problems_reports_a_malformed_doc(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ The embedder is the deterministic fake so this stays fast; test_e2e.py covers th
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,3 +61,46 @@ def test_cli_builds_a_missing_index_first_and_says_so_on_stderr(
     assert "No index yet" in result.stderr and "No index yet" not in result.stdout
     again = CliRunner().invoke(main, ["lookup", "--json", ERROR])
     assert again.exit_code == 0 and "No index yet" not in again.stderr
+
+
+def test_open_loads_the_embedder_beside_harmony_and_keeps_the_parsed_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import service.engine
+
+    settings = Settings(data_dir=tmp_path / "fresh")
+    harmony_started, embedder_started = threading.Event(), threading.Event()
+    real_open_harmony = service.engine.open_harmony
+
+    def load_embedder(s: Settings) -> HashingEmbedder:
+        embedder_started.set()
+        # Both wait for the other to have started: run one after the other, each would time out.
+        assert harmony_started.wait(30), "Harmony did not open while the embedder loaded"
+        return HashingEmbedder(dimension=64)
+
+    def open_harmony(s: Settings):  # type: ignore[no-untyped-def]
+        harmony_started.set()
+        assert embedder_started.wait(30), "the embedder did not load while Harmony opened"
+        return real_open_harmony(s)
+
+    monkeypatch.setattr(indexer.embedding, "load_embedder", load_embedder)
+    monkeypatch.setattr(service.engine, "open_harmony", open_harmony)
+    engine = LookupEngine.open(settings)
+    try:
+        assert engine.lookup(ERROR).diagnosis is not None
+    finally:
+        engine.close()
+    # The next process reads the reference docs' problems from the data dir instead of parsing them.
+    assert (settings.data_dir / "cache" / "problems.json").is_file()
+
+
+def test_open_raises_what_the_embedder_load_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from indexer.errors import EmbeddingError
+
+    def load_embedder(s: Settings) -> HashingEmbedder:
+        raise EmbeddingError("the model folder is damaged")
+
+    monkeypatch.setattr(indexer.embedding, "load_embedder", load_embedder)
+    with pytest.raises(EmbeddingError, match="damaged"):
+        LookupEngine.open(Settings(data_dir=tmp_path / "fresh"))
+    assert not (tmp_path / "fresh" / "chroma").exists()  # nothing was opened or built
