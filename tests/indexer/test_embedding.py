@@ -71,12 +71,23 @@ def test_onnx_int8_agrees_with_torch_on_the_kb_and_docs(
 
 
 def test_onnx_and_torch_rank_the_kb_alike(real_embedder: OnnxEmbedder, torch_embedder: TorchEmbedder) -> None:
-    cards = card_documents()[::6]
-    queries = [c.error_signatures[0] for c in cards if c.error_signatures][:20]
-    texts = [c.text for c in cards]
-    onnx_top = (real_embedder.encode(queries) @ real_embedder.encode(texts).T).argmax(axis=1)
+    """The int8 export ranks the KB as the torch model does, up to near-ties.
+
+    Every card's first error string is a query against every sixth card's text. Int8 quantisation
+    moves a similarity by up to a few hundredths, so it can swap two cards whose similarities are
+    that close: on the KB of 2026-11-26 (143 queries), torch's first card is ONNX's first for 0.84-0.95
+    of the queries whichever sixth, fifth, fourth or seventh of the cards is searched, and always
+    among ONNX's first three for at least 0.979. A 20-query sample gave 0.85-1.0 by the cards it drew.
+    """
+    cards = card_documents()
+    queries = [c.error_signatures[0] for c in cards if c.error_signatures]
+    texts = [c.text for c in cards[::6]]
+    onnx_scores = real_embedder.encode(queries) @ real_embedder.encode(texts).T
     torch_top = (torch_embedder.encode(queries) @ torch_embedder.encode(texts).T).argmax(axis=1)
-    assert (onnx_top == torch_top).mean() >= 0.9
+    onnx_first3 = np.argsort(-onnx_scores, axis=1)[:, :3]
+    assert len(queries) >= 100
+    assert (onnx_scores.argmax(axis=1) == torch_top).mean() >= 0.8
+    assert np.mean([top in first3 for top, first3 in zip(torch_top, onnx_first3, strict=True)]) >= 0.97
 
 
 def test_the_query_path_loads_the_cached_export_without_torch(real_embedder: OnnxEmbedder) -> None:
