@@ -22,6 +22,7 @@ import logging
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -326,8 +327,10 @@ CACHE_FILE = "problems.json"
 """The parsed problems in ``load_problems``'s ``cache_dir``, for the next process to read instead of parsing."""
 
 
+@cache
 def _parser_key() -> str:
-    """Changes whenever this parser does: a cache written by another version of it is not read."""
+    """Changes whenever this parser does: a cache written by another version of it is not read (read once
+    per process)."""
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
