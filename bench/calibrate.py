@@ -34,7 +34,7 @@ from service.calibration import CALIBRATION, Calibration
 # Candidate values per constant: around the current one, on both sides.
 GRID: dict[str, tuple[float, ...]] = {
     "dense_weight_prose": (1.15, 1.3, 1.45),
-    "same_engine_boost": (0.05, 0.15, 0.3),
+    "same_engine_boost": (0.15, 0.3, 0.45),
     "other_engine_factor": (0.5, 0.7, 0.9),
     "other_engine_same_error_factor": (0.8, 0.9, 1.0),
     "same_client_boost": (0.05, 0.1, 0.2),

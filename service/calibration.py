@@ -47,7 +47,7 @@ class Calibration:
     """A thread with a confirmed fix, a fixing PR, or a merged PR."""
     canonical_boost: float = 0.03
     """A thread in its engine's canonical (upstream) repository."""
-    same_engine_boost: float = 0.15
+    same_engine_boost: float = 0.3
     """A thread about the serving engine the input names."""
     other_engine_factor: float = 0.7
     """A thread about another engine than the one the input names, without the same error string."""
