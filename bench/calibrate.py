@@ -44,6 +44,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "titled_factor": (1.0, 1.15, 1.35),
     "dense_high": (0.58, 0.62, 0.66),
     "signature_high": (0.68, 0.72, 0.78),
+    "lexical_feedback_prose": (0.0, 0.1, 0.2),
 }
 
 

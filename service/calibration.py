@@ -34,9 +34,11 @@ class Calibration:
     lexical_feedback_terms: int = 6
     """How many of those documents' words (in-document share times IDF, weighted by the document's share
     of the best BM25 score) are added to the query, the query's own words left out."""
-    lexical_feedback_prose: float = 0.1
+    lexical_feedback_prose: float = 0.0
     """Total weight of the added words, as a share of the query's own words, for a described symptom: a
-    report in other words than the card's borrows the card's vocabulary from the documents it found."""
+    report in other words than the card's borrows the card's vocabulary from the documents it found.
+    Off since the 2026-11-27 fit: at 0.1 it moved no dev, dev-hard or outside-tune query to rank 1 and
+    kept two silver threads from it (bench/README.md, Calibration)."""
     lexical_feedback_log: float = 0.0
     """The same for input with error lines (their words are exact; feedback there only adds drift)."""
 

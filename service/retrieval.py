@@ -4,9 +4,9 @@ Three legs vote for each thread:
 - signatures: IDF-weighted token overlap between the input's error lines and each document's known
   error strings (robust to changed ids, names and truncation, strict about the distinctive words);
 - lexical: bm25s over title, error strings and our summary/cause/fix text; a described symptom (no
-  error line) is widened with the strongest words of the documents it finds first (RM3-style
-  pseudo-relevance feedback from the index's own texts), so a report in other words than a card's
-  still reaches the card's vocabulary;
+  error line) can be widened with the strongest words of the documents it finds first (RM3-style
+  pseudo-relevance feedback from the index's own texts; its weight is a calibrated constant, off
+  since the 2026-11-27 fit);
 - dense: cosine similarity of the bundled MiniLM embedding (paraphrases and symptom descriptions).
 Reference-doc sections take part too and pass their score on to the threads they cite. The ranks are
 fused (weighted reciprocal-rank fusion), then adjusted for the serving engine and client the input
@@ -265,8 +265,10 @@ class Retriever:
         self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
         self._max_idf = math.log(1 + n)
         # Pseudo-relevance feedback, per generation: each document's strongest words as BM25 vocabulary
-        # ids and weights, so a lookup only merges a few short arrays.
-        self._feedback_terms = [self._document_terms(tokens) for tokens in corpus]
+        # ids and weights, so a lookup only merges a few short arrays (none when the calibration has it off).
+        c = self.calibration
+        feedback = max(c.lexical_feedback_prose, c.lexical_feedback_log) > 0 and c.lexical_feedback_terms > 0
+        self._feedback_terms = [self._document_terms(tokens) for tokens in corpus] if feedback else []
         # (document, signature, token weights, rank factor): a thread's first error string is its
         # main one, later ones are errors it also mentions.
         self._signatures: list[tuple[int, str, dict[str, float], float]] = []

@@ -451,7 +451,8 @@ def test_lexical_feedback_reaches_a_thread_in_the_words_of_the_threads_the_query
     docs = _bridge_corpus()
     parsed = parse_input("zebracorn quokkafish")
     assert not parsed.is_log
-    with_feedback = Retriever(docs, None, None)
+    # The shipped calibration has it off (bench/README.md, Calibration); the seam is what is tested here.
+    with_feedback = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_prose=0.1))
     without = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_prose=0.0))
 
     def ids(retriever: Retriever) -> list[str]:
@@ -474,7 +475,7 @@ def test_input_with_error_lines_gets_no_lexical_feedback() -> None:
     docs = _bridge_corpus()
     parsed = parse_input("ERROR 08-14 03:27:40 [core.py:12] RuntimeError: zebracorn quokkafish failed")
     assert parsed.is_log
-    with_feedback = Retriever(docs, None, None)
+    with_feedback = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_prose=0.1))
     without = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_prose=0.0))
     assert with_feedback._lexical_leg(parsed) == without._lexical_leg(parsed)
     logs_too = Retriever(docs, None, None, calibration=Calibration(lexical_feedback_log=0.1))
@@ -501,7 +502,9 @@ def _tied_corpus() -> list[Document]:
 
 
 def test_equal_feedback_words_are_chosen_by_the_word_not_the_vocabulary_id() -> None:
-    retriever = Retriever(_tied_corpus(), None, None)
+    from service.calibration import Calibration
+
+    retriever = Retriever(_tied_corpus(), None, None, calibration=Calibration(lexical_feedback_prose=0.1))
     reached = {retriever.documents[i].id for i, _ in retriever._lexical_leg(parse_input("zebracorn"))}
     terms = retriever.calibration.lexical_feedback_terms
     assert terms < len(_TIED)
@@ -520,8 +523,9 @@ def test_answers_do_not_depend_on_the_string_hash_seed() -> None:
         "import json\n"
         "from tests.service.test_retrieval import _tied_corpus\n"
         "from service.analysis.input import parse_input\n"
+        "from service.calibration import Calibration\n"
         "from service.retrieval import Retriever\n"
-        "r = Retriever(_tied_corpus(), None, None)\n"
+        "r = Retriever(_tied_corpus(), None, None, calibration=Calibration(lexical_feedback_prose=0.1))\n"
         "queries = ['zebracorn', 'tool calls come back inside the message text instead of tool_calls',\n"
         "           'reasoning shows up in the answer on the chat completions endpoint']\n"
         "print(json.dumps([[[r.documents[i].id, round(s, 9)] for i, s in r._lexical_leg(parse_input(q))]\n"
