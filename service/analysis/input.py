@@ -257,9 +257,13 @@ _GPT_OSS = re.compile(
     r"gpt-?oss|harmony|<\|(?:start|end|message|channel|return|call|constrain)\|>|o200k|\b(?:20|120)b\b", re.I
 )
 # Other open-weight model families: an input about one of them (and not gpt-oss) is outside our scope.
+# The last line holds the other reasoning-model series of vLLM's reasoning-outputs page
+# (docs/features/reasoning_outputs.md: QwQ-32B, ERNIE-4.5, Hunyuan A13B, MiniMax-M2, Holo2, Cohere
+# Command A): models whose reasoning and tool-call failures read like gpt-oss's.
 _OTHER_MODEL = re.compile(
     r"\b(llama[- ]?[234](?:\.\d)?|qwen\d?(?:\.\d)?|mistral|mixtral|deepseek|gemma\d?|phi-?[234]|granite"
-    r"|glm-?4(?:\.\d)?|kimi|falcon|command-r)\b",
+    r"|glm-?4(?:\.\d)?|kimi|falcon|command-r"
+    r"|qwq|ernie|hunyuan|minimax|holo\d|command-a)\b",
     re.I,
 )
 

@@ -166,6 +166,27 @@ def test_an_input_about_another_model_is_never_high(retriever: Retriever) -> Non
     assert all(hit.confidence != "high" for hit in retriever.search(parsed).hits)
 
 
+@pytest.mark.parametrize(
+    "model",
+    [
+        "Qwen/QwQ-32B",
+        "baidu/ERNIE-4.5-21B-A3B-Thinking",
+        "tencent/Hunyuan-A13B-Instruct",
+        "MiniMaxAI/MiniMax-M2",
+        "CohereLabs/command-a-reasoning-08-2025",
+    ],
+)
+def test_the_other_reasoning_models_vllm_documents_are_another_model(retriever: Retriever, model: str) -> None:
+    # vLLM's reasoning-outputs page lists these series beside gpt-oss; an exact vLLM error string seen
+    # with one of them is that model's failure, not a gpt-oss one.
+    error = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    parsed = parse_input(f"vllm serve {model}: {error}")
+    assert parsed.other_model is not None
+    assert all(hit.confidence != "high" for hit in retriever.search(parsed).hits)
+    # The same words beside gpt-oss stay in scope.
+    assert parse_input(f"openai/gpt-oss-20b compared with {model}: {error}").other_model is None
+
+
 def test_a_log_without_a_failure_line_matches_nothing_confidently(retriever: Retriever) -> None:
     log = "\n".join(
         f"(APIServer pid=7) INFO 03-02 10:0{i}:00 [loggers.py:123] Engine 000: Avg prompt throughput: 8{i}.0 "
