@@ -34,7 +34,18 @@ LINK_KINDS = ("thread:", "card-side:")
 SILVER_ID = re.compile(r"^sil[0-9]{3}$")
 SPLITS = ("tune", "heldout")
 SPLIT_SEED = 20261123
-BATCH_SEEDS = {1: SPLIT_SEED, 2: 20261125, 3: 20261126, 4: 20261127, 5: 20261128, 6: 20261129, 7: 20261130, 8: 20261201, 9: 20261202, 10: 20261203}
+BATCH_SEEDS = {
+    1: SPLIT_SEED,
+    2: 20261125,
+    3: 20261126,
+    4: 20261127,
+    5: 20261128,
+    6: 20261129,
+    7: 20261130,
+    8: 20261201,
+    9: 20261202,
+    10: 20261203,
+}
 """Each batch of records is drawn with its own seed, so adding a batch never moves an earlier record's
 split. A record without ``batch`` is in batch 1 (the set as first committed)."""
 CATEGORIES = ("error", "symptom", "negative-uncovered", "negative-unrelated")
