@@ -263,7 +263,7 @@ _GPT_OSS = re.compile(
 _OTHER_MODEL = re.compile(
     r"\b(llama[- ]?[234](?:\.\d)?|qwen\d?(?:\.\d)?|mistral|mixtral|deepseek|gemma\d?|phi-?[234]|granite"
     r"|glm-?4(?:\.\d)?|kimi|falcon|command-r"
-    r"|qwq|ernie|hunyuan|minimax|holo\d|command-a)\b",
+    r"|qwq|ernie[- ]?\d(?:\.\d)?|hunyuan|minimax|holo\d|command-a)\b",
     re.I,
 )
 

@@ -169,8 +169,9 @@ def test_an_input_about_another_model_is_never_high(retriever: Retriever) -> Non
 @pytest.mark.parametrize(
     "model",
     [
-        "Qwen/QwQ-32B",
+        "QwQ-32B",
         "baidu/ERNIE-4.5-21B-A3B-Thinking",
+        "Holo2-8B",
         "tencent/Hunyuan-A13B-Instruct",
         "MiniMaxAI/MiniMax-M2",
         "CohereLabs/command-a-reasoning-08-2025",
@@ -185,6 +186,11 @@ def test_the_other_reasoning_models_vllm_documents_are_another_model(retriever: 
     assert all(hit.confidence != "high" for hit in retriever.search(parsed).hits)
     # The same words beside gpt-oss stay in scope.
     assert parse_input(f"openai/gpt-oss-20b compared with {model}: {error}").other_model is None
+
+
+def test_a_users_name_is_not_a_model_family() -> None:
+    # "ernie" names the ERNIE series only with its version; a login in a shell prompt is not a model.
+    assert parse_input("ernie@gpu01:~$ vllm serve ./model\nValueError: something failed").other_model is None
 
 
 def test_a_log_without_a_failure_line_matches_nothing_confidently(retriever: Retriever) -> None:
