@@ -265,10 +265,9 @@ class Retriever:
         self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
         self._max_idf = math.log(1 + n)
         # Pseudo-relevance feedback, per generation: each document's strongest words as BM25 vocabulary
-        # ids and weights, so a lookup only merges a few short arrays (none when the calibration has it off).
-        # A calibration swapped in after construction cannot turn the feedback on: the terms are not built.
-        c = self.calibration
-        feedback = max(c.lexical_feedback_prose, c.lexical_feedback_log) > 0 and c.lexical_feedback_terms > 0
+        # ids and weights, so a lookup only merges a few short arrays. Built only when the calibration
+        # gives the feedback a weight; an empty list is what switches it off in ``_lexical_leg``.
+        feedback = max(self.calibration.lexical_feedback_prose, self.calibration.lexical_feedback_log) > 0
         self._feedback_terms = [self._document_terms(tokens) for tokens in corpus] if feedback else []
         # (document, signature, token weights, rank factor): a thread's first error string is its
         # main one, later ones are errors it also mentions.
@@ -444,7 +443,7 @@ class Retriever:
         scores = self._bm25.get_scores(tokens)
         c = self.calibration
         weight = c.lexical_feedback_log if parsed.is_log else c.lexical_feedback_prose
-        if weight > 0 and c.lexical_feedback_docs > 0 and c.lexical_feedback_terms > 0 and self._feedback_terms:
+        if weight > 0 and self._feedback_terms:  # _lexical_feedback handles no documents or no terms
             scores = self._lexical_feedback(tokens, scores, weight)
         order = np.argsort(-scores)[:limit]
         return [(int(i), float(scores[i])) for i in order if scores[i] > 0]
