@@ -26,6 +26,11 @@ from bench.quality import Outcome, Query, evaluate, query_from_record
 
 OUTSIDE_FILE = Path(__file__).resolve().parent / "outside" / "outside.jsonl"
 SILVER_FILE = Path(__file__).resolve().parent / "outside" / "silver.jsonl"
+JUDGED_FILE = Path(__file__).resolve().parent / "outside" / "judged.jsonl"
+"""Blind relevance judgments of held-out positives: per report, each pooled candidate card (the pipeline's
+and plain BM25's first answer at the pooling commit, and the labels) judged ``direct``, ``related`` or ``no``
+by an assessor who was not told which candidate came from where. Reporting only; labels never change."""
+JUDGEMENTS = ("direct", "related", "no")
 """The silver set: threads outside the KB and outside OUTSIDE_FILE linked to a card, either by their own text
 (a duplicate, same-problem or fixed-by link; ``link`` starts "thread:") or by the card's curated ``fixes`` or
 ``references`` field (``link`` starts "card-side:", weaker evidence); the label is the linked card. For
@@ -171,6 +176,68 @@ def validate(records: Sequence[dict[str, Any]], card_ids: Iterable[str]) -> list
     return problems
 
 
+def load_judged(path: Path = JUDGED_FILE) -> dict[str, dict[str, str]]:
+    """Report id -> {card id -> judgement} from ``JUDGED_FILE``; empty when there is none."""
+    if not path.exists():
+        return {}
+    return {r["id"]: dict(r["judgments"]) for r in load_records(path)}
+
+
+def judged_top1(tops: dict[str, str | None], judged: dict[str, dict[str, str]]) -> dict[str, Any] | None:
+    """How an assessor judged each judged positive's first answer: shares of ``direct``, ``related`` and
+    ``no``, and how many first answers were outside the judged pool (``unjudged``, counted in no share).
+    None when no positive here was judged."""
+    ids = [qid for qid in tops if qid in judged]
+    if not ids:
+        return None
+    verdicts = Counter(judged[qid].get(tops[qid] or "", "unjudged") for qid in ids)
+    out: dict[str, Any] = {"n": len(ids)}
+    out.update({j: round(verdicts[j] / len(ids), 3) for j in JUDGEMENTS})
+    out["unjudged"] = verdicts["unjudged"]
+    return out
+
+
+def label_agreement(records: Sequence[dict[str, Any]], judged: dict[str, dict[str, str]]) -> dict[str, Any] | None:
+    """How often the assessor judged the labeller's cards ``direct``: per label, and per report (at least
+    one label direct). A low share bounds any system's hit@1: the labels themselves are contested."""
+    pairs = [(r, judged[r["id"]]) for r in records if r["id"] in judged and r.get("relevant")]
+    if not pairs:
+        return None
+    labels = [j.get(card) for r, j in pairs for card in r["relevant"]]
+    return {
+        "reports": len(pairs),
+        "labels": len(labels),
+        "labels_direct": round(labels.count("direct") / len(labels), 3),
+        "reports_with_a_direct_label": round(
+            sum(any(j.get(c) == "direct" for c in r["relevant"]) for r, j in pairs) / len(pairs), 3
+        ),
+        "reports_with_any_direct": round(sum("direct" in j.values() for _, j in pairs) / len(pairs), 3),
+    }
+
+
+def validate_judged(judged_records: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]]) -> list[str]:
+    """Problems of the judgments file: an unknown or negative report, a judgement outside ``JUDGEMENTS``, a
+    label left unjudged, a report judged twice."""
+    by_id = {r["id"]: r for r in records}
+    problems: list[str] = []
+    seen: set[str] = set()
+    for j in judged_records:
+        qid = j.get("id", "?")
+        record = by_id.get(qid)
+        if qid in seen:
+            problems.append(f"{qid}: judged twice")
+        seen.add(qid)
+        if record is None or not record.get("relevant"):
+            problems.append(f"{qid}: not a positive of the outside set")
+            continue
+        verdicts = j.get("judgments") or {}
+        problems += [
+            f"{qid}: {card}: {v!r} is not one of {JUDGEMENTS}" for card, v in verdicts.items() if v not in JUDGEMENTS
+        ]
+        problems += [f"{qid}: label {card} is not judged" for card in record["relevant"] if card not in verdicts]
+    return problems
+
+
 def load_silver(path: Path = SILVER_FILE) -> list[Query]:
     """The silver set as eval queries (every one a positive)."""
     return [query_from_record(r) for r in load_records(path)]
@@ -252,6 +319,7 @@ def evaluate_outside(
     *,
     limit: int | None = None,
     path: Path = OUTSIDE_FILE,
+    judged_path: Path = JUDGED_FILE,
 ) -> dict[str, Any]:
     """Metrics of each system per split (tune, heldout) and variant (pasted, in-log), plus misses.
 
@@ -265,10 +333,11 @@ def evaluate_outside(
 
     records = load_records(path)
     engine_of = engines(records)
-    out: dict[str, Any] = {"file": str(path.name), "misses": {}}
+    judged = load_judged(judged_path)
+    out: dict[str, Any] = {"file": str(path.name), "misses": {}, "label_agreement": label_agreement(records, judged)}
     for split in SPLITS:
         pasted = subset(load_outside(split, path), limit)
-        for variant, row, misses in _pasted_and_in_log(pasted, engine_of, systems):
+        for variant, row, misses in _pasted_and_in_log(pasted, engine_of, systems, judged):
             if split == "tune":
                 out["misses"][f"{split}/{variant}"] = misses  # held-out misses stay unseen
             out.setdefault(split, {})[variant] = row
@@ -276,10 +345,14 @@ def evaluate_outside(
 
 
 def _pasted_and_in_log(
-    pasted: Sequence[Query], engine_of: dict[str, str | None], systems: dict[str, Callable[[Query], Outcome]]
+    pasted: Sequence[Query],
+    engine_of: dict[str, str | None],
+    systems: dict[str, Callable[[Query], Outcome]],
+    judged: dict[str, dict[str, str]] | None = None,
 ) -> Iterator[tuple[str, dict[str, Any], list[str]]]:
-    """Per variant (pasted, buried in its engine's log, inside a bug report): each system's metrics, and
-    the pipeline's misses."""
+    """Per variant (pasted, buried in its engine's log, inside a bug report): each system's metrics (with
+    how an assessor judged its first answers, where ``judged`` covers the queries), and the pipeline's
+    misses. A judgement is of the report against a card, so it holds for every variant of the report."""
     from bench.outside_log import in_log
     from bench.outside_report import in_report
 
@@ -290,6 +363,9 @@ def _pasted_and_in_log(
         for name, system in systems.items():
             metrics = evaluate(queries, system)
             row[name] = metrics.as_dict()
+            assessed = judged_top1(metrics.tops, judged or {})
+            if assessed is not None:
+                row[name]["judged_top1"] = assessed
             if name == "pipeline":
                 misses = metrics.misses
         yield variant, row, misses
@@ -384,6 +460,8 @@ def main(argv: list[str] | None = None) -> int:
             f"silver: {p}"
             for p in validate_silver(load_records(args.silver), card_ids, (r.get("report", "") for r in records))
         ]
+        if JUDGED_FILE.exists():
+            problems += [f"judged: {p}" for p in validate_judged(load_records(JUDGED_FILE), records)]
         for p in problems:
             print(p, file=sys.stderr)
         if problems:

@@ -67,10 +67,13 @@ class Metrics:
     advice_n: int = 0
     advice_hit: float | None = None
     misses: list[str] = field(default_factory=list)
+    tops: dict[str, str | None] = field(default_factory=dict)
+    """Each positive's first answer (query id -> issue id, None when nothing was answered)."""
 
     def as_dict(self) -> dict[str, Any]:
         data = dict(self.__dict__)
         data.pop("misses")
+        data.pop("tops")
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in data.items()}
 
 
@@ -102,6 +105,7 @@ def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Me
         out = system(q)
         if q.relevant:
             m.n += 1
+            m.tops[q.id] = out.ranked[0] if out.ranked else None
             relevant = set(q.relevant)
             rank = next((i for i, doc_id in enumerate(out.ranked[:10]) if doc_id in relevant), None)
             if rank == 0:

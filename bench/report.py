@@ -208,6 +208,29 @@ def _outside_rows(r: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def _judged_rows(r: dict[str, Any]) -> list[list[Any]]:
+    """Per variant and system: how the blind assessor judged the held-out positives' first answers."""
+    rows = []
+    for variant in VARIANTS:
+        cell = _get(r, "quality", "outside", "heldout", variant) or {}
+        for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
+            x = (cell.get(system) or {}).get("judged_top1")
+            if x:
+                rows.append(
+                    [
+                        variant,
+                        label,
+                        x.get("n"),
+                        _fmt((cell.get(system) or {}).get("hit1")),
+                        _fmt(x.get("direct")),
+                        _fmt(x.get("related")),
+                        _fmt(x.get("no")),
+                        x.get("unjudged"),
+                    ]
+                )
+    return rows
+
+
 def _formats_rows(r: dict[str, Any]) -> list[list[Any]]:
     """The outside set's positives per split and log format, then per split the lowest hit@1."""
     cell = _get(r, "quality", "outside_formats") or {}
@@ -338,6 +361,25 @@ def markdown(r: dict[str, Any]) -> str:
             "bug report in its tracker's template, with a checklist and an environment section "
             "(`bench/outside_report.py`; reported, not a target). Tune on `tune` only; `heldout` is the figure "
             "that counts.",
+            "",
+        ]
+
+    judged_rows = _judged_rows(r)
+    if judged_rows:
+        lines += ["## Held-out positives as a blind assessor judged the first answer (reporting only)", ""]
+        lines += _table(
+            ["input", "system", "positives", "hit@1 (a label)", "judged direct", "related", "no", "not in the pool"],
+            judged_rows,
+        )
+        agree = _get(r, "quality", "outside", "label_agreement") or {}
+        lines += [
+            "An assessor who was not told where each candidate came from judged, for each held-out positive, the "
+            "pipeline's and plain BM25's first answers at the pooling commit and the labels: `direct` (the same "
+            "failure: a user is rightly sent there first), `related` or `no` (`bench/outside/judged.jsonl`, "
+            "protocol in `bench/outside/README.md`). A first answer outside that pool counts as not direct. "
+            f"Of the labels, the assessor judged {_fmt(agree.get('labels_direct'))} direct; "
+            f"{_fmt(agree.get('reports_with_a_direct_label'))} of the reports have a label judged direct. "
+            "Labels never change from this; hit@1 stays the target.",
             "",
         ]
 

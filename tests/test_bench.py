@@ -610,3 +610,64 @@ def test_a_relayed_log_rewrites_the_records_but_not_the_users_own_sentence() -> 
             assert error.text not in out["e"].text.splitlines()  # the error line came from the log: relayed too
         assert len(out["s"].text.splitlines()) == len(logged[0].text.splitlines())
         assert out["s"].text != logged[0].text
+
+
+def test_judged_first_answers_count_direct_related_no_and_outside_the_pool() -> None:
+    from bench.outside import judged_top1
+    from bench.quality import Outcome, evaluate
+
+    queries = [Query(q, "error", q, [f"o/r#{i}"], None, [], False) for i, q in enumerate(("a", "b", "c", "d"), 1)]
+    answers = {"a": ["o/r#1"], "b": ["o/r#7", "o/r#2"], "c": ["o/r#8"], "d": []}
+    m = evaluate(queries, lambda q: Outcome(ranked=answers[q.id]))
+    assert m.tops == {"a": "o/r#1", "b": "o/r#7", "c": "o/r#8", "d": None} and "tops" not in m.as_dict()
+    judged = {
+        "a": {"o/r#1": "direct"},
+        "b": {"o/r#7": "direct", "o/r#2": "related"},
+        "c": {"o/r#3": "direct", "o/r#9": "no"},  # its first answer was not pooled
+        "d": {"o/r#4": "direct"},
+    }
+    got = judged_top1(m.tops, judged)
+    assert got == {"n": 4, "direct": 0.5, "related": 0.0, "no": 0.0, "unjudged": 2}
+    assert judged_top1(m.tops, {"x": {}}) is None  # nothing here was judged: no figure, not a zero
+
+
+def test_label_agreement_and_judged_file_validation() -> None:
+    from bench.outside import label_agreement, validate_judged
+
+    records = [
+        {"id": "p1", "relevant": ["o/r#1", "o/r#2"]},
+        {"id": "p2", "relevant": ["o/r#3"]},
+        {"id": "n1", "relevant": []},
+    ]
+    judged = {"p1": {"o/r#1": "related", "o/r#2": "direct"}, "p2": {"o/r#3": "no", "o/r#5": "direct"}}
+    got = label_agreement(records, judged)
+    assert got == {
+        "reports": 2,
+        "labels": 3,
+        "labels_direct": 0.333,
+        "reports_with_a_direct_label": 0.5,
+        "reports_with_any_direct": 1.0,
+    }
+    bad = [
+        {"id": "p1", "judgments": {"o/r#1": "direct"}},  # label o/r#2 left unjudged
+        {"id": "p2", "judgments": {"o/r#3": "maybe"}},
+        {"id": "n1", "judgments": {}},
+        {"id": "p2", "judgments": {"o/r#3": "no"}},
+    ]
+    problems = validate_judged(bad, records)
+    assert any("o/r#2 is not judged" in p for p in problems)
+    assert any("'maybe'" in p for p in problems)
+    assert any(p.startswith("n1: not a positive") for p in problems)
+    assert any("judged twice" in p for p in problems)
+    assert validate_judged([{"id": "p2", "judgments": {"o/r#3": "no"}}], records) == []
+
+
+def test_the_judged_table_reports_each_systems_first_answers_and_the_label_agreement() -> None:
+    cell = {"n": 10, "negatives": 0, "hit1": 0.4, "hit5": 0.8, "mrr10": 0.5}
+    judged = {"n": 10, "direct": 0.6, "related": 0.3, "no": 0.1, "unjudged": 1}
+    split = {"pasted": {"queries": 10, "pipeline": cell | {"judged_top1": judged}, "bm25": dict(cell)}}
+    agreement = {"labels_direct": 0.7, "reports_with_a_direct_label": 0.8}
+    text = markdown(_results(quality={"outside": {"heldout": split, "label_agreement": agreement}}))
+    assert "| pasted | full pipeline | 10 | 0.4 | 0.6 | 0.3 | 0.1 | 1 |" in text
+    assert "BM25 over cards | 10 | 0.4" not in text  # BM25's answers were not judged here: no row
+    assert "judged 0.7 direct" in text and "0.8 of the reports" in text
