@@ -183,17 +183,24 @@ def load_judged(path: Path = JUDGED_FILE) -> dict[str, dict[str, str]]:
     return {r["id"]: dict(r["judgments"]) for r in load_records(path)}
 
 
-def judged_top1(tops: dict[str, str | None], judged: dict[str, dict[str, str]]) -> dict[str, Any] | None:
+def judged_top1(
+    tops: dict[str, str | None], judged: dict[str, dict[str, str]], high: Iterable[str] = ()
+) -> dict[str, Any] | None:
     """How an assessor judged each judged positive's first answer: shares of ``direct``, ``related`` and
-    ``no``, and how many first answers were outside the judged pool (``unjudged``, counted in no share).
+    ``no``, how many first answers were outside the judged pool (``unjudged``, counted in no share), and
+    of the first answers rated high (``high``: query ids) how many there were and how many were direct.
     None when no positive here was judged."""
     ids = [qid for qid in tops if qid in judged]
     if not ids:
         return None
-    verdicts = Counter(judged[qid].get(tops[qid] or "", "unjudged") for qid in ids)
+    verdict = {qid: judged[qid].get(tops[qid] or "", "unjudged") for qid in ids}
+    counts = Counter(verdict.values())
     out: dict[str, Any] = {"n": len(ids)}
-    out.update({j: round(verdicts[j] / len(ids), 3) for j in JUDGEMENTS})
-    out["unjudged"] = verdicts["unjudged"]
+    out.update({j: round(counts[j] / len(ids), 3) for j in JUDGEMENTS})
+    out["unjudged"] = counts["unjudged"]
+    rated_high = [qid for qid in ids if qid in set(high)]
+    out["high_n"] = len(rated_high)
+    out["high_direct"] = sum(verdict[qid] == "direct" for qid in rated_high)
     return out
 
 
@@ -363,7 +370,7 @@ def _pasted_and_in_log(
         for name, system in systems.items():
             metrics = evaluate(queries, system)
             row[name] = metrics.as_dict()
-            assessed = judged_top1(metrics.tops, judged or {})
+            assessed = judged_top1(metrics.tops, judged or {}, metrics.top_high)
             if assessed is not None:
                 row[name]["judged_top1"] = assessed
             if name == "pipeline":

@@ -69,11 +69,14 @@ class Metrics:
     misses: list[str] = field(default_factory=list)
     tops: dict[str, str | None] = field(default_factory=dict)
     """Each positive's first answer (query id -> issue id, None when nothing was answered)."""
+    top_high: set[str] = field(default_factory=set)
+    """The positives whose first answer was rated high."""
 
     def as_dict(self) -> dict[str, Any]:
         data = dict(self.__dict__)
         data.pop("misses")
         data.pop("tops")
+        data.pop("top_high")
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in data.items()}
 
 
@@ -106,6 +109,8 @@ def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Me
         if q.relevant:
             m.n += 1
             m.tops[q.id] = out.ranked[0] if out.ranked else None
+            if out.ranked and out.ranked[0] in out.high_ids:
+                m.top_high.add(q.id)
             relevant = set(q.relevant)
             rank = next((i for i, doc_id in enumerate(out.ranked[:10]) if doc_id in relevant), None)
             if rank == 0:

@@ -226,6 +226,7 @@ def _judged_rows(r: dict[str, Any]) -> list[list[Any]]:
                         _fmt(x.get("related")),
                         _fmt(x.get("no")),
                         x.get("unjudged"),
+                        f"{x.get('high_direct')} of {x.get('high_n')}" if system == "pipeline" else "n/a",
                     ]
                 )
     return rows
@@ -368,7 +369,17 @@ def markdown(r: dict[str, Any]) -> str:
     if judged_rows:
         lines += ["## Held-out positives as a blind assessor judged the first answer (reporting only)", ""]
         lines += _table(
-            ["input", "system", "positives", "hit@1 (a label)", "judged direct", "related", "no", "not in the pool"],
+            [
+                "input",
+                "system",
+                "positives",
+                "hit@1 (a label)",
+                "judged direct",
+                "related",
+                "no",
+                "not in the pool",
+                "first answers rated high: direct",
+            ],
             judged_rows,
         )
         agree = _get(r, "quality", "outside", "label_agreement") or {}
