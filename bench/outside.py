@@ -18,7 +18,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -185,18 +185,24 @@ def load_judged(path: Path = JUDGED_FILE) -> dict[str, dict[str, str]]:
 
 
 def judged_top1(
-    tops: dict[str, str | None], judged: dict[str, dict[str, str]], high: Iterable[str] = ()
+    tops: dict[str, str | None],
+    judged: dict[str, dict[str, str]],
+    high: Iterable[str] = (),
+    labels: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any] | None:
     """How an assessor judged each judged positive's first answer: shares of ``direct``, ``related`` and
     ``no``, how many first answers were outside the judged pool (``unjudged``, counted in no share), and
     of the first answers rated high (``high``: query ids) how many there were and how many were direct.
-    None when no positive here was judged."""
+    With ``labels`` (query id -> relevant ids) also hit@1 over the same judged positives, so the two
+    figures compare the same reports. None when no positive here was judged."""
     ids = [qid for qid in tops if qid in judged]
     if not ids:
         return None
     verdict = {qid: judged[qid].get(tops[qid] or "", "unjudged") for qid in ids}
     counts = Counter(verdict.values())
     out: dict[str, Any] = {"n": len(ids)}
+    if labels is not None:
+        out["hit1"] = round(sum(tops[qid] in labels.get(qid, ()) for qid in ids) / len(ids), 3)
     out.update({j: round(counts[j] / len(ids), 3) for j in JUDGEMENTS})
     out["unjudged"] = counts["unjudged"]
     rated_high = [qid for qid in ids if qid in set(high)]
@@ -342,8 +348,9 @@ def evaluate_outside(
     records = load_records(path)
     engine_of = engines(records)
     judged = load_judged(judged_path)
-    out: dict[str, Any] = {"file": str(path.name), "misses": {}, "label_agreement": label_agreement(records, judged)}
+    out: dict[str, Any] = {"file": str(path.name), "misses": {}, "label_agreement": {}}
     for split in SPLITS:
+        out["label_agreement"][split] = label_agreement([r for r in records if r.get("split") == split], judged)
         pasted = subset(load_outside(split, path), limit)
         for variant, row, misses in _pasted_and_in_log(pasted, engine_of, systems, judged):
             if split == "tune":
@@ -371,7 +378,8 @@ def _pasted_and_in_log(
         for name, system in systems.items():
             metrics = evaluate(queries, system)
             row[name] = metrics.as_dict()
-            assessed = judged_top1(metrics.tops, judged or {}, metrics.top_high)
+            labels = {q.id: q.relevant for q in queries}
+            assessed = judged_top1(metrics.tops, judged or {}, metrics.top_high, labels)
             if assessed is not None:
                 row[name]["judged_top1"] = assessed
             if name == "pipeline":

@@ -209,19 +209,20 @@ def _outside_rows(r: dict[str, Any]) -> list[list[Any]]:
 
 
 def _judged_rows(r: dict[str, Any]) -> list[list[Any]]:
-    """Per variant and system: how the blind assessor judged the held-out positives' first answers."""
+    """Per split, variant and system: how the blind assessor judged the positives' first answers."""
     rows = []
-    for variant in VARIANTS:
-        cell = _get(r, "quality", "outside", "heldout", variant) or {}
+    for split, variant in ((s, v) for s in ("tune", "heldout") for v in VARIANTS):
+        cell = _get(r, "quality", "outside", split, variant) or {}
         for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
             x = (cell.get(system) or {}).get("judged_top1")
             if x:
                 rows.append(
                     [
+                        split,
                         variant,
                         label,
                         x.get("n"),
-                        _fmt((cell.get(system) or {}).get("hit1")),
+                        _fmt(x.get("hit1")),
                         _fmt(x.get("direct")),
                         _fmt(x.get("related")),
                         _fmt(x.get("no")),
@@ -367,9 +368,10 @@ def markdown(r: dict[str, Any]) -> str:
 
     judged_rows = _judged_rows(r)
     if judged_rows:
-        lines += ["## Held-out positives as a blind assessor judged the first answer (reporting only)", ""]
+        lines += ["## Outside-set positives as a blind assessor judged the first answer (reporting only)", ""]
         lines += _table(
             [
+                "split",
                 "input",
                 "system",
                 "positives",
@@ -382,15 +384,20 @@ def markdown(r: dict[str, Any]) -> str:
             ],
             judged_rows,
         )
-        agree = _get(r, "quality", "outside", "label_agreement") or {}
+        agreement = _get(r, "quality", "outside", "label_agreement") or {}
+        agreed = "; ".join(
+            f"{split}: {_fmt(a.get('labels_direct'))} of {a.get('labels')} labels judged direct, a direct label for "
+            f"{_fmt(a.get('reports_with_a_direct_label'))} of {a.get('reports')} reports"
+            for split, a in agreement.items()
+            if a
+        )
         lines += [
-            "An assessor who was not told where each candidate came from judged, for each held-out positive, the "
-            "pipeline's and plain BM25's first answers at the pooling commit and the labels: `direct` (the same "
-            "failure: a user is rightly sent there first), `related` or `no` (`bench/outside/judged.jsonl`, "
-            "protocol in `bench/outside/README.md`). A first answer outside that pool counts as not direct. "
-            f"Of the labels, the assessor judged {_fmt(agree.get('labels_direct'))} direct; "
-            f"{_fmt(agree.get('reports_with_a_direct_label'))} of the reports have a label judged direct. "
-            "Labels never change from this; hit@1 stays the target.",
+            "An assessor who was not told where each candidate came from judged each positive's pool (the "
+            "pipeline's and plain BM25's first answers at the pooling commit, the pipeline's issues rated high, "
+            "and the labels): `direct` (the same failure: a user is rightly sent there first), `related` or `no` "
+            "(`bench/outside/judged.jsonl`, protocol in `bench/outside/README.md`). hit@1 is over the same judged "
+            "positives; a first answer outside the pool counts as not direct. The assessor against the labeller: "
+            f"{agreed or 'not measured'}. Labels never change from this; hit@1 stays the target.",
             "",
         ]
 

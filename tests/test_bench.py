@@ -628,8 +628,18 @@ def test_judged_first_answers_count_direct_related_no_and_outside_the_pool() -> 
         "c": {"o/r#3": "direct", "o/r#9": "no"},  # its first answer was not pooled
         "d": {"o/r#4": "direct"},
     }
-    got = judged_top1(m.tops, judged, high={"a", "b", "c"})
-    assert got == {"n": 4, "direct": 0.5, "related": 0.0, "no": 0.0, "unjudged": 2, "high_n": 3, "high_direct": 2}
+    labels = {q.id: q.relevant for q in queries}
+    got = judged_top1(m.tops, judged, high={"a", "b", "c"}, labels=labels)
+    assert got == {
+        "n": 4,
+        "hit1": 0.25,
+        "direct": 0.5,
+        "related": 0.0,
+        "no": 0.0,
+        "unjudged": 2,
+        "high_n": 3,
+        "high_direct": 2,
+    }
     assert judged_top1(m.tops, {"x": {}}) is None  # nothing here was judged: no figure, not a zero
 
 
@@ -666,10 +676,11 @@ def test_label_agreement_and_judged_file_validation() -> None:
 
 def test_the_judged_table_reports_each_systems_first_answers_and_the_label_agreement() -> None:
     cell = {"n": 10, "negatives": 0, "hit1": 0.4, "hit5": 0.8, "mrr10": 0.5}
-    judged = {"n": 10, "direct": 0.6, "related": 0.3, "no": 0.1, "unjudged": 1, "high_n": 4, "high_direct": 3}
+    judged = {"n": 9, "hit1": 0.333, "direct": 0.6, "related": 0.3, "no": 0.1, "unjudged": 1}
+    judged |= {"high_n": 4, "high_direct": 3}
     split = {"pasted": {"queries": 10, "pipeline": cell | {"judged_top1": judged}, "bm25": dict(cell)}}
-    agreement = {"labels_direct": 0.7, "reports_with_a_direct_label": 0.8}
+    agreement = {"heldout": {"labels": 12, "reports": 9, "labels_direct": 0.7, "reports_with_a_direct_label": 0.8}}
     text = markdown(_results(quality={"outside": {"heldout": split, "label_agreement": agreement}}))
-    assert "| pasted | full pipeline | 10 | 0.4 | 0.6 | 0.3 | 0.1 | 1 | 3 of 4 |" in text
-    assert "BM25 over cards | 10 | 0.4" not in text  # BM25's answers were not judged here: no row
-    assert "judged 0.7 direct" in text and "0.8 of the reports" in text
+    assert "| heldout | pasted | full pipeline | 9 | 0.333 | 0.6 | 0.3 | 0.1 | 1 | 3 of 4 |" in text
+    assert "BM25 over cards | 10 |" not in text  # BM25's answers were not judged here: no row
+    assert "heldout: 0.7 of 12 labels judged direct, a direct label for 0.8 of 9 reports" in text
