@@ -75,6 +75,10 @@ RULES: tuple[Rule, ...] = (
             r"|tool_choice\W{0,4}(?:\w{1,20}\W{1,4}){0,3}(?:is )?(?:not supported|unsupported|invalid|must be)"
             r"|reasoning(?:_content|_effort)?['\"]?\W{0,4}(?:is |was )?"
             r"(?:not permitted|unexpected|unrecognized|not supported|unsupported)"
+            # A provider naming a request field it does not take (the KB's Groq and Bedrock signatures:
+            # "property 'reasoning' is unsupported", "doesn't support the <field> field. Remove <field>").
+            r"|property ['\"][\w.\[\]]{1,80}['\"] is unsupported"
+            r"|(?:doesn't|does not) support the [\w.]{1,80} field|\bRemove [\w.]{1,80} and try again"
         ),
         "the request the client sent has the wrong shape for this server (a missing or extra field, a "
         "tool_choice or reasoning parameter the server does not take); the client or its settings must change",
@@ -250,7 +254,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "server",
         "streaming",
-        _rx(r"stream generator|streaming"),
+        # Not a stream flag switched off (``streaming=False``, ``"streaming": false``): then no stream ran.
+        _rx(r"stream generator|streaming(?!['\"]?\s{0,3}[=:]\s{0,3}(?:False|false|0|no|off)\b)"),
         "the server's streaming path failed",
         tier=1,
     ),

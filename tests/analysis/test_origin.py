@@ -228,6 +228,14 @@ def test_context_alone_is_still_read_when_nothing_failed_or_was_said() -> None:
         # A provider refusing the reasoning a client sent back in the history of a multi-turn chat.
         "openai.BadRequestError: Error code: 400 - {'error': {'message': \"'reasoning_content' is not supported "
         "with this model\", 'type': 'invalid_request_error'}}",
+        # Providers naming a request field they do not take (the KB's Groq and Bedrock signatures), behind
+        # a client call whose own arguments mention streaming switched off.
+        "Error code: 400 - {'error': {'message': \"messages.3.assistant.thinking: property "
+        "'messages.3.assistant.thinking' is unsupported\", 'type': 'invalid_request_error'}}",
+        "agent = Agent(model=BedrockModel(model_id='openai.gpt-oss-120b-1:0', streaming=False))\n"
+        "botocore.errorfactory.ValidationException: An error occurred (ValidationException) when calling the "
+        "Converse operation: This model doesn't support the reasoningContent.reasoningText.signature field. "
+        "Remove reasoningContent.reasoningText.signature and try again.",
     ],
 )
 def test_request_shape_errors_and_client_warnings_are_the_clients(text: str) -> None:
@@ -394,3 +402,15 @@ def test_moving_a_deployment_to_another_release_is_the_environments(text: str) -
 )
 def test_a_failure_after_an_upgrade_is_not_a_deployment_move(text: str) -> None:
     assert classify_origin(parse_input(text), []).side != "environment"
+
+
+@pytest.mark.parametrize("flag", ["streaming=False", '"streaming": false', "streaming = 0"])
+def test_a_stream_flag_switched_off_is_not_the_streaming_path(flag: str) -> None:
+    # On the failing line itself, as a report quotes how the client was built.
+    parsed = parse_input(
+        f'openai.InternalServerError: Error code: 500 - {{"error": "upstream"}} (client built with {flag})'
+    )
+    origin = classify_origin(parsed, [])
+    assert (origin.side, origin.component) == ("server", "other")  # the generic server rule, not streaming
+    streamed = classify_origin(parse_input("openai.InternalServerError: Error code: 500 while streaming"), [])
+    assert streamed.component == "streaming"
