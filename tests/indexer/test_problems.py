@@ -381,3 +381,17 @@ def test_every_when_value_is_documented() -> None:
     source = (REPO_ROOT / "indexer" / "problems.py").read_text(encoding="utf-8")
     explained = source.split('"""When an action applies.', 1)[1].split('"""', 1)[0]
     assert [w for w in WHENS if f"{w}:" not in explained and f"{w}," not in explained] == []
+
+
+def test_a_cards_fixes_point_from_a_pr_to_what_it_fixes() -> None:
+    """``fixes`` names the threads a card's PR fixes; an issue fixes nothing. A fixing PR of an issue belongs in the
+    issue's references (or in the PR card's own fixes), else the index would make the issue the fix of its PR."""
+    cards = {card.id: card for card in bundled_cards()}
+    wrong = [card.id for card in cards.values() if card.kind == "issue" and card.fixes]
+    assert not wrong, f"issue cards with fixes (move the PRs to references): {wrong}"
+    for card in cards.values():
+        for target in card.fixes:
+            assert target != card.id, card.id
+            if target in cards and cards[target].kind == "pull":
+                # A PR may fix another PR's regression, never the PR that fixes it in turn.
+                assert card.id not in cards[target].fixes, f"{card.id} and {target} each claim to fix the other"
