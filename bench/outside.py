@@ -26,15 +26,16 @@ from bench.quality import Outcome, Query, evaluate, query_from_record
 
 OUTSIDE_FILE = Path(__file__).resolve().parent / "outside" / "outside.jsonl"
 SILVER_FILE = Path(__file__).resolve().parent / "outside" / "silver.jsonl"
-JUDGED_FILE = Path(__file__).resolve().parent / "outside" / "judged.jsonl"
-"""Blind relevance judgments of held-out positives: per report, each pooled candidate card (the pipeline's
-and plain BM25's first answer at the pooling commit, and the labels) judged ``direct``, ``related`` or ``no``
-by an assessor who was not told which candidate came from where. Reporting only; labels never change."""
-JUDGEMENTS = ("direct", "related", "no")
 """The silver set: threads outside the KB and outside OUTSIDE_FILE linked to a card, either by their own text
 (a duplicate, same-problem or fixed-by link; ``link`` starts "thread:") or by the card's curated ``fixes`` or
 ``references`` field (``link`` starts "card-side:", weaker evidence); the label is the linked card. For
 tuning only, never a target."""
+JUDGED_FILE = Path(__file__).resolve().parent / "outside" / "judged.jsonl"
+"""Blind relevance judgments of the outside set's positives: per report, each pooled card (the pipeline's and
+plain BM25's first answers at the pooling commit, the pipeline's high issues, the labels, and cards later
+rankings put first) judged ``direct``, ``related`` or ``no`` by an assessor who was not told which card came
+from where. Reporting only; labels never change."""
+JUDGEMENTS = ("direct", "related", "no")
 LINK_KINDS = ("thread:", "card-side:")
 SILVER_ID = re.compile(r"^sil[0-9]{3}$")
 SPLITS = ("tune", "heldout")
@@ -206,7 +207,8 @@ def judged_top1(
         out["hit1"] = round(sum(tops[qid] in labels.get(qid, ()) for qid in ids) / len(ids), 3)
     out.update({j: round(counts[j] / len(ids), 3) for j in JUDGEMENTS})
     out["unjudged"] = counts["unjudged"]
-    rated_high = [qid for qid in ids if qid in set(high)]
+    high = set(high)
+    rated_high = [qid for qid in ids if qid in high]
     out["high_n"] = len(rated_high)
     out["high_direct"] = sum(verdict[qid] == "direct" for qid in rated_high)
     return out
@@ -376,10 +378,10 @@ def _pasted_and_in_log(
     for variant, queries in zip(VARIANTS, variants, strict=True):
         row: dict[str, Any] = {"queries": len(queries)}
         misses: list[str] = []
+        labels = {q.id: q.relevant for q in queries}
         for name, system in systems.items():
             metrics = evaluate(queries, system)
             row[name] = metrics.as_dict()
-            labels = {q.id: q.relevant for q in queries}
             assessed = judged_top1(metrics.tops, judged or {}, metrics.top_high, labels)
             if assessed is not None:
                 row[name]["judged_top1"] = assessed

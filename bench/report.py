@@ -168,11 +168,15 @@ def outside_targets(r: dict[str, Any]) -> list[Target]:
     return out
 
 
+SYSTEMS = (("pipeline", "full pipeline"), ("bm25", "BM25 over cards"))
+"""The systems the outside-set tables show, by their key in the results and the label a row gives them."""
+
+
 def _silver_rows(r: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for variant in VARIANTS:
         cell = _get(r, "quality", "silver", variant) or {}
-        for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
+        for system, label in SYSTEMS:
             x = cell.get(system)
             if x:
                 rows.append(
@@ -186,7 +190,7 @@ def _outside_rows(r: dict[str, Any]) -> list[list[Any]]:
     for split in ("tune", "heldout"):
         for variant in VARIANTS:
             cell = _get(r, "quality", "outside", split, variant) or {}
-            for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
+            for system, label in SYSTEMS:
                 x = cell.get(system)
                 if not x:
                     continue
@@ -213,7 +217,7 @@ def _judged_rows(r: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for split, variant in ((s, v) for s in ("tune", "heldout") for v in VARIANTS):
         cell = _get(r, "quality", "outside", split, variant) or {}
-        for system, label in (("pipeline", "full pipeline"), ("bm25", "BM25 over cards")):
+        for system, label in SYSTEMS:
             x = (cell.get(system) or {}).get("judged_top1")
             if x:
                 rows.append(

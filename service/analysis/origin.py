@@ -255,7 +255,7 @@ RULES: tuple[Rule, ...] = (
         "server",
         "streaming",
         # Not a stream flag switched off (``streaming=False``, ``"streaming": false``): then no stream ran.
-        _rx(r"stream generator|streaming(?!['\"]?\s{0,3}[=:]\s{0,3}(?:False|false|0|no|off)\b)"),
+        _rx(r"stream generator|streaming(?!['\"]?\s{0,3}[=:]\s{0,3}(?:false|0|no|off)\b)"),
         "the server's streaming path failed",
         tier=1,
     ),
