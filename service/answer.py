@@ -197,6 +197,11 @@ def _section_summary(text: str, fix: str | None, title: str, trail: str) -> tupl
     return (f"{title}: {lead}" if lead else title), tuple(steps[:6])
 
 
+def _first_release(pr: Document) -> str:
+    """The words 'first released in <repo> <tag>' for a merged PR whose first release is verified."""
+    return f"first released in {pr.repo} {pr.released_in}"
+
+
 def thread_fixes(
     doc: Document, knowledge: Knowledge, ranked_sections: Collection[str] = (), *, with_sections: bool = True
 ) -> list[FixOut]:
@@ -209,7 +214,18 @@ def thread_fixes(
     fixes: list[FixOut] = []
     url = thread_url(doc)
     if doc.fix:
-        fixes.append(FixOut(summary=doc.fix, steps=list(doc.workarounds), sources=[url], confirmed=doc.fix_confirmed))
+        # A merged PR's own fix is in the releases from its first one on, when that is known.
+        own_release = doc.released_in if doc.state == "merged" else None
+        summary = doc.fix if own_release is None else f"{doc.fix} It was {_first_release(doc)}."
+        fixes.append(
+            FixOut(
+                summary=summary,
+                steps=list(doc.workarounds),
+                sources=[url],
+                confirmed=doc.fix_confirmed,
+                released_in=own_release,
+            )
+        )
     elif doc.workarounds:
         fixes.append(FixOut(summary=f"Workarounds reported in {doc.id}", steps=list(doc.workarounds), sources=[url]))
     for pr_id in knowledge.fixing_prs(doc.id):
@@ -218,12 +234,14 @@ def thread_fixes(
         if pr is None or pr.state != "merged" or pr_id == doc.id:
             continue
         steps = [pr.fix] if pr.fix else []
+        release = f" ({_first_release(pr)})" if pr.released_in else ""
         fixes.append(
             FixOut(
-                summary=f"Merged PR {pr_id} fixes {doc.id}: {pr.title}",
+                summary=f"Merged PR {pr_id} fixes {doc.id}{release}: {pr.title}",
                 steps=steps,
                 sources=[thread_url(pr), url],
                 confirmed=True,
+                released_in=pr.released_in,
             )
         )
     citing = knowledge.sections_citing(doc.id) if with_sections else []

@@ -180,6 +180,13 @@ class FixOut(BaseModel):
         description="Issue/PR URLs or reference sections (reference/known-issues.md#anchor) backing it.",
     )
     confirmed: bool = Field(default=False, description="True when the fix was confirmed or its PR merged.")
+    released_in: str | None = Field(
+        default=None,
+        description="The first release of the PR's repository that contains the merged fix, when a curator read "
+        "it in release notes or tags or the sync compared the merge commit with the release tags; null when no "
+        "release is verified.",
+        examples=["v0.11.5"],
+    )
 
 
 FlagAction = Literal["set", "unset", "avoid"]

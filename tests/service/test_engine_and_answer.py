@@ -69,6 +69,25 @@ def test_fixes_come_from_cards_merged_prs_and_citing_sections_each_with_sources(
     assert all(f.sources for f in fixes)
 
 
+def test_a_merged_fix_names_its_first_release_only_when_one_is_verified() -> None:
+    """A merged PR's first release (read by a curator or placed by the sync) goes with the fix it gives, both in
+    the text and as a field; a merged PR without one, and an open PR, claim no release."""
+    issue = _issue(1)
+    released = _pull(2, "merged", ["o/r#1"]).model_copy(update={"released_in": "v0.11.5"})
+    unreleased = _pull(3, "merged", ["o/r#1"])
+    proposal = _pull(4, "open", ["o/r#1"]).model_copy(update={"released_in": "v9.9.9"})
+    fixes = build_fixes([_hit(issue)], Knowledge([issue, released, unreleased, proposal]))
+    by_source = {f.sources[0]: f for f in fixes}
+    assert set(by_source) == {released.url, unreleased.url}
+    assert by_source[released.url].released_in == "v0.11.5"
+    assert "first released in o/r v0.11.5" in by_source[released.url].summary
+    assert by_source[unreleased.url].released_in is None and "released" not in by_source[unreleased.url].summary
+    # A matched PR's own fix carries its release too.
+    own = build_fixes([_hit(released)], Knowledge([issue, released]))[0]
+    assert own.released_in == "v0.11.5" and own.summary.endswith("It was first released in o/r v0.11.5.")
+    assert build_fixes([_hit(unreleased)], Knowledge([issue, unreleased]))[0].released_in is None
+
+
 def test_low_confidence_hits_contribute_no_fixes() -> None:
     issue = _issue(1, fix="Upgrade.")
     assert build_fixes([_hit(issue, "low")], Knowledge([issue])) == []
