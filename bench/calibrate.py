@@ -41,7 +41,7 @@ GRID: dict[str, tuple[float, ...]] = {
     "other_client_factor": (0.6, 0.8, 1.0),
     "named_repo_boost": (0.1, 0.2, 0.3),
     "same_component_boost": (0.0, 0.05, 0.1),
-    "titled_factor": (1.0, 1.15, 1.35),
+    "titled_factor": (1.35, 1.5, 1.65),
     "dense_high": (0.58, 0.62, 0.66),
     "signature_high": (0.68, 0.72, 0.78),
     "lexical_feedback_prose": (0.0, 0.1, 0.2),
