@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 MAX_ACTIONS = 3
 MIN_ERROR_CHARS = 12
 """Shortest listed error string matched by containment ("Unknown role" is 12 characters)."""
+_UNCONFIRMED = " No report yet confirms the error gone in that release."
+"""Added to a verdict when none of the merged fix PRs' cards has a report confirming the fix."""
+
 _PACKAGES = {"vllm": "vLLM", "openai-harmony": "openai-harmony"}
 _SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bvs\.)(?<=[.!?])\s")
 
@@ -295,6 +298,8 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
         name = _PACKAGES.get(package, package)
         yours = user_version(parsed, package)
         source = "release tag checked on GitHub" if verified else "per the reference docs"
+        # A release that carries the fix PRs is not a report that the error is gone: say so when no card confirms it.
+        caveat = _UNCONFIRMED if merged and not any(knowledge.by_id[pr].fix_confirmed for pr in merged) else ""
         if package == "vllm" and elsewhere is not None:
             # vLLM's release with the fix says nothing about the engine this input runs.
             return VerdictOut(
@@ -308,7 +313,7 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
             return VerdictOut(
                 status="fixed",
                 text=f"Fixed in {name} {release} ({source}); the input does not show your version: upgrade if "
-                "yours is older.",
+                f"yours is older.{caveat}",
                 package=package,
                 fixed_in=release,
                 fix_prs=merged,
@@ -318,12 +323,14 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
         have, need = parse_version(yours), parse_version(release)
         status: VerdictStatus
         if have is not None and need is not None and have < need:
-            status, text = "affected", f"Fixed in {name} {release}, you run {yours}: upgrade."
+            status, text = "affected", f"Fixed in {name} {release}, you run {yours}: upgrade.{caveat}"
         elif have is not None and need is not None:
             status = "has-fix"
             text = f"Your {name} {yours} already has the fix (first in {release}): look elsewhere for the cause."
+            if caveat:
+                text += " No report yet confirms the fix, so an error on this release is worth reporting."
         else:
-            status, text = "fixed", f"Fixed in {name} {release}; your version {yours} could not be compared."
+            status, text = "fixed", f"Fixed in {name} {release}; your version {yours} could not be compared.{caveat}"
         return VerdictOut(
             status=status,
             text=text,

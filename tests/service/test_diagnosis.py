@@ -54,7 +54,7 @@ def _pull(number: int, **changes: Any) -> Document:
     )
 
 
-KNOWLEDGE = Knowledge([_pull(2)])
+KNOWLEDGE = Knowledge([_pull(2, fix_confirmed=True)])
 
 
 def _verdict(problem: Problem, text: str, knowledge: Knowledge = KNOWLEDGE) -> Any:
@@ -69,6 +69,18 @@ def test_an_older_version_is_affected_and_upgrades_to_the_release_with_the_fix()
     assert answer is not None and answer.actions[0].kind == "upgrade"
     assert (answer.actions[0].value, answer.actions[0].target) == ("0.14.0", "vllm")
     assert "o/r#2" in answer.actions[0].sources
+
+
+def test_a_release_no_report_has_confirmed_says_so_in_every_verdict() -> None:
+    unconfirmed = Knowledge([_pull(2)])
+    older = _verdict(_problem(), f"vllm==0.11.0\n{LINE}", unconfirmed)
+    assert older.status == "affected" and older.text.startswith("Fixed in vLLM 0.14.0, you run 0.11.0: upgrade.")
+    assert older.text.endswith("No report yet confirms the error gone in that release.")
+    newer = _verdict(_problem(), f"vllm==0.14.1\n{LINE}", unconfirmed)
+    assert newer.status == "has-fix" and "worth reporting" in newer.text
+    unknown = _verdict(_problem(), LINE, unconfirmed)
+    assert unknown.status == "fixed" and "No report yet confirms" in unknown.text
+    assert "No report yet confirms" not in _verdict(_problem(), f"vllm==0.11.0\n{LINE}").text
 
 
 def test_a_version_with_the_fix_is_told_to_look_elsewhere_and_gets_no_upgrade() -> None:
@@ -231,9 +243,11 @@ def test_the_200002_line_gets_its_problem_and_no_reporter_setting_as_advice(engi
     assert answer.diagnosis.problem == section
     assert answer.diagnosis.confidence == "high" and 1 <= len(answer.diagnosis.actions) <= 3
     verdict = answer.diagnosis.verdict
-    # Merged on main (vllm#59254) with no verified release: 0.11.0 is not told it has the fix.
-    assert verdict.status == "unreleased" and verdict.fix_prs == ["vllm-project/vllm#59254"], verdict
-    assert "not verified" in verdict.text and verdict.fixed_in is None
+    # vllm#59254 first ships in 0.32.0 (the release packages): 0.11.0 is told to upgrade, and that no report has yet
+    # confirmed the error gone there (its card is not fix_confirmed).
+    assert verdict.status == "affected" and verdict.fix_prs == ["vllm-project/vllm#59254"], verdict
+    assert verdict.fixed_in == "0.32.0" and verdict.your_version == "0.11.0"
+    assert "No report yet confirms" in verdict.text
     typed = [f for item in answer.advice for f in item.flags]
     assert not [f for f in typed if f.flag.strip("-").replace("-", "_") == "ignore_eos" and f.action == "set"]
     said = {t for fix in answer.fixes for t in [fix.summary, *fix.steps]}
