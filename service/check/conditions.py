@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from service.check.facts import Api, InputKind, Setup
+from service.check.facts import IGNORE_EOS_DATASETS, IGNORE_EOS_SINCE, Api, InputKind, Setup
+from service.versions import parse_version
 
 # Tool types that the Responses API runs server-side (built-in tools and MCP), as opposed to functions.
 _BUILTIN_TOOL_TYPES = frozenset(
@@ -232,9 +233,16 @@ REQUEST_PARAMS = frozenset(
 A lower-case target outside this set (a client library's or a trainer's option) is not in a request."""
 
 
+def is_benchmark_command(setup: Setup) -> bool:
+    """A benchmark client's command line: its flags are the client's, not the server's."""
+    return setup.kind is InputKind.COMMAND and setup.program in BENCHMARK_PROGRAMS
+
+
 def observable(target: str, setup: Setup) -> bool:
     """Whether this kind of input can show ``target`` at all: a request body shows no server flag, an
-    args line no environment, and a package version only when the input states it."""
+    args line no environment, and a package version only when the input states it. A benchmark
+    client's command shows its own flags; whether a rule is about them is the rule's ``when``
+    (``benchmark``), which :func:`service.check.rules.evaluate` asks."""
     if target.startswith("--"):
         return setup.kind in {InputKind.COMMAND, InputKind.ARGS_LINE}
     if target in PACKAGES:
@@ -272,9 +280,22 @@ def target_values(target: str, setup: Setup) -> tuple[str, ...]:
         if found:
             return tuple(_text(v) for v in found)
         value = setup.flags.get("--" + target.replace("_", "-"))
+        if value is None and target == "ignore_eos" and _bench_sends_ignore_eos(setup):
+            value = "true"
     else:
         value = None
     return () if value is None else (value,)
+
+
+def _bench_sends_ignore_eos(setup: Setup) -> bool:
+    """``vllm bench serve`` on a random dataset sends ignore_eos without ``--ignore-eos``, unless the
+    input shows a vLLM older than the release that added that default."""
+    if setup.kind is not InputKind.COMMAND or setup.program != "vllm bench":
+        return False
+    if setup.flags.get("--dataset-name", "random") not in IGNORE_EOS_DATASETS:
+        return False
+    have, since = setup.version("vllm"), parse_version(IGNORE_EOS_SINCE)
+    return have is None or since is None or have >= since
 
 
 def _dig(data: Any, path: list[str]) -> list[Any]:

@@ -81,7 +81,10 @@ class Setup:
 # --- detection ---------------------------------------------------------------------------------------
 
 _ARGS_LINE = re.compile(r"non-default args:\s{0,8}(\{.*)", re.S)
-_SERVE = re.compile(r"\bvllm\s+(?:bench\s+)?serve\b|vllm\.entrypoints\.openai\.api_server|\bvllm/vllm-openai\b")
+_SERVE = re.compile(
+    r"\bvllm\s+(?:bench\s+)?serve\b|vllm\.entrypoints\.openai\.api_server|\bvllm/vllm-openai\b"
+    r"|(?m:^\s*(?:\S*/)?guidellm\s)|\bbenchmark_serving\.py\b"
+)
 _VERSION_LINE = re.compile(r"vLLM API server version\s+(\S{1,40})|\bvllm[=@:]{1,2}v?(\d[\w.+-]{1,40})", re.I)
 
 
@@ -177,6 +180,10 @@ def _bounded_int(text: str) -> int:
 # --- command lines -----------------------------------------------------------------------------------
 
 _PROGRAMS = frozenset({"guidellm", "benchmark_serving.py"})
+IGNORE_EOS_DATASETS = frozenset({"random", "random-mm"})
+"""Datasets on which ``vllm bench serve`` turns ignore_eos on by itself, with no flag to turn it off
+(vllm-project/vllm#28227; first in vLLM 0.11.1, per the release packages). ``random`` is its default."""
+IGNORE_EOS_SINCE = "0.11.1"
 _ENV_ASSIGN = re.compile(r"^([A-Z][A-Z0-9_]{1,60})=(.{0,400})$")
 
 
@@ -192,6 +199,17 @@ def _command_setup(text: str) -> Setup:
     if version := _VERSION_LINE.search(text):
         setup.versions["vllm"] = version.group(1) or version.group(2)
     setup.notes.append(f"command line: {len(setup.flags)} flags, {len(setup.env)} environment variables")
+    if setup.program == "guidellm":
+        setup.notes.append(
+            "guidellm sent ignore_eos on every request until vllm-project/guidellm#982 added a way to turn it off: "
+            "check that your guidellm has it and that it is off for gpt-oss"
+        )
+    dataset = setup.flags.get("--dataset-name", "random")
+    if setup.program == "vllm bench" and dataset in IGNORE_EOS_DATASETS and "--ignore-eos" not in setup.flags:
+        setup.notes.append(
+            f"vllm bench serve on the {dataset} dataset sends ignore_eos=true without --ignore-eos "
+            f"(vllm-project/vllm#28227, vLLM {IGNORE_EOS_SINCE} and later); another dataset leaves it off"
+        )
     return setup
 
 
@@ -202,7 +220,8 @@ def _read_words(words: list[str], setup: Setup) -> None:
     while index < len(words):
         word = words[index]
         nxt = words[index + 1] if index + 1 < len(words) else None
-        if index == 0 and setup.program is None and Path(word).name in _PROGRAMS:
+        runner = index == 1 and Path(words[0]).name.startswith("python")
+        if (index == 0 or runner) and setup.program is None and Path(word).name in _PROGRAMS:
             setup.program = Path(word).name
         if word == "export":
             index += 1

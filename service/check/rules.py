@@ -14,7 +14,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
-from service.check.conditions import conditions_hold, is_request_param, observable, target_values, warn_when_unknown
+from service.check.conditions import (
+    conditions_hold,
+    is_benchmark_command,
+    is_request_param,
+    observable,
+    target_values,
+    warn_when_unknown,
+)
 from service.check.facts import Setup
 from service.versions import parse_version
 
@@ -123,6 +130,8 @@ def evaluate(setup: Setup, problems: Iterable[ProblemLike]) -> list[Finding]:
         for action in problem.actions:
             if action.kind not in CHECKED_KINDS or not observable(action.target, setup):
                 continue
+            if is_benchmark_command(setup) and action.target.startswith("--") and "benchmark" not in action.when:
+                continue  # a server flag's rule says nothing about the benchmark client's own flags
             finding = _evaluate_action(setup, problem, action)
             if finding is None:
                 continue

@@ -103,6 +103,13 @@ def test_ignore_eos_is_an_error_in_requests_and_benchmarks(text: str) -> None:
     assert any(f.change.action == "avoid" and "ignore" in f.change.target for f in report.findings)
 
 
+def test_a_benchmark_on_the_default_dataset_is_told_it_sends_ignore_eos_and_nothing_about_server_flags() -> None:
+    report = run("vllm bench serve --model openai/gpt-oss-20b --random-output-len 1024")
+    assert ("avoid", "ignore_eos") in changes(report, "error")
+    assert not [f for f in report.findings if f.change.target.startswith("--") and f.change.action == "set"]
+    assert run("vllm bench serve --model openai/gpt-oss-20b --dataset-name sharegpt").findings == []
+
+
 def test_the_same_request_without_ignore_eos_is_clean() -> None:
     body = {"model": "openai/gpt-oss-20b", "messages": [{"role": "user", "content": "hi"}]}
     assert run(json.dumps(body)).errors == 0

@@ -72,6 +72,40 @@ def test_avoid_fires_on_the_request_and_on_the_benchmark_flag() -> None:
     assert findings("vllm bench serve --model m --ignore-eos", eos) == [("error", "avoid", "ignore_eos")]
 
 
+def test_vllm_bench_serve_on_a_random_dataset_sends_ignore_eos_without_the_flag() -> None:
+    eos = P((A("avoid", "ignore_eos", "true"),))
+    # vllm#28227 (0.11.1): random and random-mm, the default dataset included, force ignore_eos on.
+    assert findings("vllm bench serve --model m", eos) == [("error", "avoid", "ignore_eos")]
+    assert findings("vllm bench serve --model m --dataset-name random-mm", eos) == [("error", "avoid", "ignore_eos")]
+    assert findings("vllm bench serve --model m --dataset-name sharegpt --dataset-path d.json", eos) == []
+    assert findings("vllm==0.10.2\nvllm bench serve --model m --dataset-name random", eos) == []
+    setup = read_setup("vllm bench serve --model m")
+    assert any("vllm-project/vllm#28227" in note for note in setup.notes)
+    assert not any("28227" in note for note in read_setup("vllm bench serve --model m --ignore-eos").notes)
+
+
+def test_guidellm_and_the_old_benchmark_script_are_read_as_benchmark_clients() -> None:
+    bench = P((*TOOLS.actions, A("avoid", "--ignore-eos", None, ("benchmark",))))
+    guidellm = read_setup("guidellm benchmark --target http://h:8000 --model m")
+    assert guidellm.program == "guidellm" and any("vllm-project/guidellm#982" in n for n in guidellm.notes)
+    assert findings("guidellm benchmark --target http://h:8000 --model m", bench) == []
+    script = "python benchmarks/benchmark_serving.py --model m --ignore-eos"
+    assert read_setup(script).program == "benchmark_serving.py"
+    assert findings(script, bench) == [("error", "avoid", "--ignore-eos")]
+
+
+def test_a_benchmark_command_is_not_judged_on_server_flags() -> None:
+    bench = P((*TOOLS.actions, A("avoid", "--ignore-eos", None, ("benchmark",))))
+    assert findings("vllm bench serve --model m --dataset-name sharegpt", bench) == []
+    assert findings("vllm bench serve --model m --dataset-name sharegpt --ignore-eos", bench) == [
+        ("error", "avoid", "--ignore-eos")
+    ]
+    assert findings("vllm serve m", bench) == [
+        ("warning", "set", "--enable-auto-tool-choice"),
+        ("warning", "set", "--tool-call-parser"),
+    ]
+
+
 def test_avoid_with_a_numeric_bound() -> None:
     interval = P((A("avoid", "--stream-interval", ">1"),))
     assert findings("vllm serve m --stream-interval 4", interval) == [("error", "avoid", "--stream-interval")]
