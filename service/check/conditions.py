@@ -280,22 +280,33 @@ def target_values(target: str, setup: Setup) -> tuple[str, ...]:
         if found:
             return tuple(_text(v) for v in found)
         value = setup.flags.get("--" + target.replace("_", "-"))
-        if value is None and target == "ignore_eos" and _bench_sends_ignore_eos(setup):
-            value = "true"
+        if value is None and target == "ignore_eos":
+            value = _benchmark_ignore_eos(setup)
     else:
         value = None
     return () if value is None else (value,)
 
 
-def _bench_sends_ignore_eos(setup: Setup) -> bool:
-    """``vllm bench serve`` on a random dataset sends ignore_eos without ``--ignore-eos``, unless the
-    input shows a vLLM older than the release that added that default."""
-    if setup.kind is not InputKind.COMMAND or setup.program != "vllm bench":
-        return False
-    if setup.flags.get("--dataset-name", "random") not in IGNORE_EOS_DATASETS:
-        return False
-    have, since = setup.version("vllm"), parse_version(IGNORE_EOS_SINCE)
-    return have is None or since is None or have >= since
+_GUIDELLM_EOS_OFF = re.compile(r"ignore_eos[\"']?\s*[:=]\s*false", re.I)
+
+
+def _benchmark_ignore_eos(setup: Setup) -> str | None:
+    """What a benchmark client sends as ignore_eos without a flag for it, when its command shows it.
+
+    ``vllm bench serve`` on a random dataset sends true (vllm-project/vllm#28227), unless the input shows a
+    vLLM older than the release that added that default. guidellm's openai_http backend sends true when
+    ``--data`` sets an output length, unless ``--backend`` carries ``extras.body.ignore_eos=false``.
+    """
+    if setup.kind is not InputKind.COMMAND:
+        return None
+    if setup.program == "vllm bench":
+        if setup.flags.get("--dataset-name", "random") not in IGNORE_EOS_DATASETS:
+            return None
+        have, since = setup.version("vllm"), parse_version(IGNORE_EOS_SINCE)
+        return "true" if have is None or since is None or have >= since else None
+    if setup.program == "guidellm" and "output_tokens" in setup.flags.get("--data", ""):
+        return "false" if _GUIDELLM_EOS_OFF.search(setup.flags.get("--backend", "")) else "true"
+    return None
 
 
 def _dig(data: Any, path: list[str]) -> list[Any]:

@@ -201,8 +201,8 @@ def _command_setup(text: str) -> Setup:
     setup.notes.append(f"command line: {len(setup.flags)} flags, {len(setup.env)} environment variables")
     if setup.program == "guidellm":
         setup.notes.append(
-            "guidellm sent ignore_eos on every request until vllm-project/guidellm#982 added a way to turn it off: "
-            "check that your guidellm has it and that it is off for gpt-oss"
+            "guidellm's openai_http backend sends ignore_eos whenever an output length is set; "
+            "extras.body.ignore_eos=false in --backend turns it off (documented by vllm-project/guidellm#982)"
         )
     dataset = setup.flags.get("--dataset-name", "random")
     if setup.program == "vllm bench" and dataset in IGNORE_EOS_DATASETS and "--ignore-eos" not in setup.flags:

@@ -89,6 +89,13 @@ def test_guidellm_and_the_old_benchmark_script_are_read_as_benchmark_clients() -
     guidellm = read_setup("guidellm benchmark --target http://h:8000 --model m")
     assert guidellm.program == "guidellm" and any("vllm-project/guidellm#982" in n for n in guidellm.notes)
     assert findings("guidellm benchmark --target http://h:8000 --model m", bench) == []
+    eos = P((A("avoid", "ignore_eos", "true"),))
+    sized = "guidellm run --backend kind=openai_http,model=m --data kind=synthetic_text,output_tokens=128"
+    assert findings(sized, eos) == [("error", "avoid", "ignore_eos")]
+    off = sized.replace("model=m", "model=m,extras.body.ignore_eos=false")
+    assert findings(off, eos) == []
+    as_json = """guidellm run --backend '{"extras":{"body":{"ignore_eos":false}}}' --data output_tokens=64"""
+    assert findings(as_json, eos) == []
     script = "python benchmarks/benchmark_serving.py --model m --ignore-eos"
     assert read_setup(script).program == "benchmark_serving.py"
     assert findings(script, bench) == [("error", "avoid", "--ignore-eos")]

@@ -312,7 +312,7 @@ def test_a_section_whose_fix_prs_all_have_a_checked_release_is_fixed_in_the_newe
         placed += 1
         newest = max(releases, key=lambda tag: parse_version(tag) or Version("0"))
         if len(releases) == len(problem.fix_prs):
-            assert problem.status in {"fixed", "open"}, f"{problem.anchor}: every fix PR is released, yet {problem.status}"
+            assert problem.status in {"fixed", "open"}, f"{problem.anchor}: every fix PR released, yet {problem.status}"
             if problem.status == "open":
                 assert problem.open_prs, f"{problem.anchor}: still open with every fix PR released, but no open PR"
         if problem.fixed_in:
