@@ -464,6 +464,9 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
                 continue  # the user's version already is that release or newer
             if set(action.sources) <= set(problem.open_prs):
                 continue  # an open PR is not in any release: never an upgrade
+        elif upgrade is not None and action.kind == "check" and action.target == upgrade.target:
+            if set(action.sources) <= set(status.fix_prs):
+                continue  # "use a build with fix PR X": the verdict's upgrade names the release that has X
         out.append(_action_out(action, pid))
     if upgrade is not None:
         out.insert(0, upgrade)

@@ -83,6 +83,20 @@ def test_a_release_no_report_has_confirmed_says_so_in_every_verdict() -> None:
     assert "No report yet confirms" not in _verdict(_problem(), f"vllm==0.11.0\n{LINE}").text
 
 
+def test_a_check_for_a_build_with_the_fix_pr_gives_way_to_the_upgrade_that_names_its_release() -> None:
+    build = Action(kind="check", target="vllm", when=("always",), text="Use a build with o/r#2.", sources=("o/r#2",))
+    other = Action(kind="check", target="vllm", when=("always",), text="Check o/r#1.", sources=("o/r#1",))
+    problem = _problem()
+    problem = problem.model_copy(update={"actions": (build, other, *problem.actions[1:])})
+    answer = diagnose(parse_input(f"vllm==0.11.0\n{LINE}"), Problems([problem]), KNOWLEDGE, hits=[], sections=[])
+    assert answer is not None and [a.kind for a in answer.actions][:2] == ["upgrade", "check"]
+    assert answer.actions[1].text == "Check o/r#1."
+    assert "Use a build with o/r#2." not in {a.text for a in answer.actions}
+    unreleased = problem.model_copy(update={"status": "merged", "fixed_in": {}})
+    kept = diagnose(parse_input(LINE), Problems([unreleased]), KNOWLEDGE, hits=[], sections=[])
+    assert kept is not None and kept.actions[0].text == "Use a build with o/r#2."
+
+
 def test_a_version_with_the_fix_is_told_to_look_elsewhere_and_gets_no_upgrade() -> None:
     text = f"vLLM API server version 0.14.1\n{LINE}"
     status = _verdict(_problem(), text)
