@@ -205,7 +205,10 @@ def _command_setup(text: str) -> Setup:
             "extras.body.ignore_eos=false in --backend turns it off (documented by vllm-project/guidellm#982)"
         )
     dataset = setup.flags.get("--dataset-name", "random")
-    if setup.program == "vllm bench" and dataset in IGNORE_EOS_DATASETS and "--ignore-eos" not in setup.flags:
+    have, since = setup.version("vllm"), parse_version(IGNORE_EOS_SINCE)
+    older = have is not None and since is not None and have < since
+    implicit = dataset in IGNORE_EOS_DATASETS and "--ignore-eos" not in setup.flags and not older
+    if setup.program == "vllm bench" and implicit:
         setup.notes.append(
             f"vllm bench serve on the {dataset} dataset sends ignore_eos=true without --ignore-eos "
             f"(vllm-project/vllm#28227, vLLM {IGNORE_EOS_SINCE} and later); another dataset leaves it off"

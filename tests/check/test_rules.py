@@ -82,6 +82,7 @@ def test_vllm_bench_serve_on_a_random_dataset_sends_ignore_eos_without_the_flag(
     setup = read_setup("vllm bench serve --model m")
     assert any("vllm-project/vllm#28227" in note for note in setup.notes)
     assert not any("28227" in note for note in read_setup("vllm bench serve --model m --ignore-eos").notes)
+    assert not any("28227" in note for note in read_setup("vllm==0.10.2\nvllm bench serve --model m").notes)
 
 
 def test_guidellm_and_the_old_benchmark_script_are_read_as_benchmark_clients() -> None:
