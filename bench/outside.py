@@ -56,6 +56,7 @@ BATCH_SEEDS = {
     13: 20261206,
     14: 20261207,
     15: 20261208,
+    16: 20261209,
 }
 """Each batch of records is drawn with its own seed, so adding a batch never moves an earlier record's
 split. A record without ``batch`` is in batch 1 (the set as first committed)."""
