@@ -443,11 +443,12 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
     upgrade: ActionOut | None = None
     if status.status in {"affected", "fixed"} and status.fixed_in:
         name = _PACKAGES.get(status.package or "vllm", status.package or "vLLM")
+        brings = f", the first release with {', '.join(status.fix_prs)}" if status.fix_prs else ""
         upgrade = ActionOut(
             kind="upgrade",
             target=status.package,
             value=status.fixed_in,
-            text=f"Upgrade {name} to {status.fixed_in} or newer.",
+            text=f"Upgrade {name} to {status.fixed_in} or newer{brings}.",
             sources=[*status.fix_prs, pid][:4],
         )
     elsewhere = runs_elsewhere(parsed) if parsed is not None else None
