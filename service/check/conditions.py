@@ -13,8 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from service.check.facts import IGNORE_EOS_DATASETS, IGNORE_EOS_SINCE, Api, InputKind, Setup
-from service.versions import parse_version
+from service.check.facts import Api, InputKind, Setup, implicit_ignore_eos
 
 # Tool types that the Responses API runs server-side (built-in tools and MCP), as opposed to functions.
 _BUILTIN_TOOL_TYPES = frozenset(
@@ -281,32 +280,10 @@ def target_values(target: str, setup: Setup) -> tuple[str, ...]:
             return tuple(_text(v) for v in found)
         value = setup.flags.get("--" + target.replace("_", "-"))
         if value is None and target == "ignore_eos":
-            value = _benchmark_ignore_eos(setup)
+            value = implicit_ignore_eos(setup)
     else:
         value = None
     return () if value is None else (value,)
-
-
-_GUIDELLM_EOS_OFF = re.compile(r"ignore_eos[\"']?\s*[:=]\s*false", re.I)
-
-
-def _benchmark_ignore_eos(setup: Setup) -> str | None:
-    """What a benchmark client sends as ignore_eos without a flag for it, when its command shows it.
-
-    ``vllm bench serve`` on a random dataset sends true (vllm-project/vllm#28227), unless the input shows a
-    vLLM older than the release that added that default. guidellm's openai_http backend sends true when
-    ``--data`` sets an output length, unless ``--backend`` carries ``extras.body.ignore_eos=false``.
-    """
-    if setup.kind is not InputKind.COMMAND:
-        return None
-    if setup.program == "vllm bench":
-        if setup.flags.get("--dataset-name", "random") not in IGNORE_EOS_DATASETS:
-            return None
-        have, since = setup.version("vllm"), parse_version(IGNORE_EOS_SINCE)
-        return "true" if have is None or since is None or have >= since else None
-    if setup.program == "guidellm" and "output_tokens" in setup.flags.get("--data", ""):
-        return "false" if _GUIDELLM_EOS_OFF.search(setup.flags.get("--backend", "")) else "true"
-    return None
 
 
 def _dig(data: Any, path: list[str]) -> list[Any]:

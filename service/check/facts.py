@@ -81,7 +81,7 @@ class Setup:
 # --- detection ---------------------------------------------------------------------------------------
 
 _ARGS_LINE = re.compile(r"non-default args:\s{0,8}(\{.*)", re.S)
-_SERVE = re.compile(
+_COMMAND = re.compile(
     r"\bvllm\s+(?:bench\s+)?serve\b|vllm\.entrypoints\.openai\.api_server|\bvllm/vllm-openai\b"
     r"|(?m:^\s*(?:\S*/)?guidellm\s)|\bbenchmark_serving\.py\b"
 )
@@ -111,7 +111,7 @@ def read_setup(text: str) -> Setup:
     args = _ARGS_LINE.search(text)
     if args:
         return _args_line_setup(args.group(1), text)
-    if _SERVE.search(text) or re.search(r"(?m)^\s*(?:export\s+)?[A-Z][A-Z0-9_]{1,60}=\S", text):
+    if _COMMAND.search(text) or re.search(r"(?m)^\s*(?:export\s+)?[A-Z][A-Z0-9_]{1,60}=\S", text):
         return _command_setup(text)
     raise CheckInputError(
         "could not tell what this is: pass a `vllm serve ...` command, vLLM's 'non-default args: {...}' "
@@ -204,16 +204,35 @@ def _command_setup(text: str) -> Setup:
             "guidellm's openai_http backend sends ignore_eos whenever an output length is set; "
             "extras.body.ignore_eos=false in --backend turns it off (documented by vllm-project/guidellm#982)"
         )
-    dataset = setup.flags.get("--dataset-name", "random")
-    have, since = setup.version("vllm"), parse_version(IGNORE_EOS_SINCE)
-    older = have is not None and since is not None and have < since
-    implicit = dataset in IGNORE_EOS_DATASETS and "--ignore-eos" not in setup.flags and not older
-    if setup.program == "vllm bench" and implicit:
+    if setup.program == "vllm bench" and "--ignore-eos" not in setup.flags and implicit_ignore_eos(setup) == "true":
         setup.notes.append(
-            f"vllm bench serve on the {dataset} dataset sends ignore_eos=true without --ignore-eos "
-            f"(vllm-project/vllm#28227, vLLM {IGNORE_EOS_SINCE} and later); another dataset leaves it off"
+            f"vllm bench serve on the {setup.flags.get('--dataset-name', 'random')} dataset sends ignore_eos=true "
+            f"without --ignore-eos (vllm-project/vllm#28227, vLLM {IGNORE_EOS_SINCE} and later); another dataset "
+            "leaves it off"
         )
     return setup
+
+
+_GUIDELLM_EOS_OFF = re.compile(r"ignore_eos[\"']?\s*[:=]\s*false", re.I)
+
+
+def implicit_ignore_eos(setup: Setup) -> str | None:
+    """What a benchmark client's command sends as ignore_eos without a flag for it, when the command shows it.
+
+    ``vllm bench serve`` on a random dataset sends true (vllm-project/vllm#28227), unless the input shows a
+    vLLM older than the release that added that default. guidellm's openai_http backend sends true when
+    ``--data`` sets an output length, unless ``--backend`` carries ``extras.body.ignore_eos=false``.
+    """
+    if setup.kind is not InputKind.COMMAND:
+        return None
+    if setup.program == "vllm bench":
+        if setup.flags.get("--dataset-name", "random") not in IGNORE_EOS_DATASETS:
+            return None
+        have, since = setup.version("vllm"), parse_version(IGNORE_EOS_SINCE)
+        return "true" if have is None or since is None or have >= since else None
+    if setup.program == "guidellm" and "output_tokens" in setup.flags.get("--data", ""):
+        return "false" if _GUIDELLM_EOS_OFF.search(setup.flags.get("--backend", "")) else "true"
+    return None
 
 
 def _read_words(words: list[str], setup: Setup) -> None:
