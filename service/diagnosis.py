@@ -443,7 +443,11 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
     upgrade: ActionOut | None = None
     if status.status in {"affected", "fixed"} and status.fixed_in:
         name = _PACKAGES.get(status.package or "vllm", status.package or "vLLM")
-        brings = f", the first release with {', '.join(status.fix_prs)}" if status.fix_prs else ""
+        brings = ""
+        if len(status.fix_prs) == 1:
+            brings = f", the first release with {status.fix_prs[0]}"
+        elif status.fix_prs:
+            brings = f", the first release with all of {', '.join(status.fix_prs)}"
         upgrade = ActionOut(
             kind="upgrade",
             target=status.package,
@@ -456,11 +460,15 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
         if elsewhere is not None and vllm_only(action):
             continue
         if action.kind == "upgrade":
-            if upgrade is not None:
-                # The verdict's own upgrade (to the release with the fix) replaces the doc's wording.
-                if _names_release(action):
+            if upgrade is not None and (action.target or "").lower() == (upgrade.target or "").lower():
+                # The verdict's own upgrade (to the release with the fix) replaces the doc's upgrade of the
+                # same package: its wording when the row names that very release; an earlier release (or
+                # none) the verdict's covers. Another package's upgrade is a step of its own.
+                if _same_release(action.value, upgrade.value):
                     upgrade = upgrade.model_copy(update={"text": action.text or upgrade.text})
-                continue
+                    continue
+                if not _later(action.value, upgrade.value):
+                    continue
             if status.status == "has-fix" or not _needs(action, parsed):
                 continue  # the user's version already is that release or newer
             if set(action.sources) <= set(problem.open_prs):
@@ -476,6 +484,17 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
 
 def _names_release(action: Action) -> bool:
     return parse_version(action.value) is not None
+
+
+def _same_release(a: str | None, b: str | None) -> bool:
+    mine, theirs = parse_version(a or ""), parse_version(b or "")
+    return mine is not None and mine == theirs
+
+
+def _later(a: str | None, b: str | None) -> bool:
+    """True when release ``a`` is newer than ``b`` (a doc's upgrade past the verdict's: a step of its own)."""
+    mine, theirs = parse_version(a or ""), parse_version(b or "")
+    return mine is not None and theirs is not None and mine > theirs
 
 
 def _needs(action: Action, parsed: ParsedInput | None) -> bool:

@@ -97,6 +97,27 @@ def test_a_check_for_a_build_with_the_fix_pr_gives_way_to_the_upgrade_that_names
     assert kept is not None and kept.actions[0].text == "Use a build with o/r#2."
 
 
+def test_the_upgrade_text_names_the_verdicts_release_not_an_earlier_doc_step() -> None:
+    """A section fixed in 0.14.0 by two PRs whose doc row upgrades to 0.13.0 (the first of them): the one
+    upgrade offered says 0.14.0 in its label and its words, and names both PRs. Another package's upgrade
+    row stays a step of its own."""
+    always = ("always",)
+    first = Action(kind="upgrade", target="vllm", value="0.13.0", when=always, text="Run 0.13.0.", sources=("o/r#4",))
+    client = Action(kind="upgrade", target="litellm", value="1.75.6", when=always, text="LiteLLM.", sources=("o/r#1",))
+    problem = _problem(fix_prs=("o/r#4", "o/r#2"))
+    problem = problem.model_copy(update={"actions": (first, client, *problem.actions[1:])})
+    both = Knowledge([_pull(2, fix_confirmed=True), _pull(4)])
+    answer = diagnose(parse_input(f"vllm==0.11.0\n{LINE}"), Problems([problem]), both, hits=[], sections=[])
+    assert answer is not None
+    upgrades = [a for a in answer.actions if a.kind == "upgrade"]
+    assert [(a.target, a.value) for a in upgrades] == [("vllm", "0.14.0"), ("litellm", "1.75.6")]
+    assert upgrades[0].text == "Upgrade vLLM to 0.14.0 or newer, the first release with all of o/r#4, o/r#2."
+    assert "Run 0.13.0." not in {a.text for a in answer.actions}
+    same = problem.model_copy(update={"actions": (first.model_copy(update={"value": "0.14.0"}),)})
+    kept = diagnose(parse_input(f"vllm==0.11.0\n{LINE}"), Problems([same]), both, hits=[], sections=[])
+    assert kept is not None and kept.actions[0].text == "Run 0.13.0.", "a row naming that release keeps its words"
+
+
 def test_a_version_with_the_fix_is_told_to_look_elsewhere_and_gets_no_upgrade() -> None:
     text = f"vLLM API server version 0.14.1\n{LINE}"
     status = _verdict(_problem(), text)
