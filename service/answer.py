@@ -60,6 +60,15 @@ class Knowledge:
         return self._cited_by.get(thread_id, [])
 
 
+def scope_note(model: str) -> str:
+    """What the answer to an input about another model than gpt-oss says about itself."""
+    return (
+        f"The input is about {model}, with no gpt-oss or Harmony sign. gptoss-doctor covers gpt-oss and its "
+        "Harmony format, so it gives no diagnosis here (its fixes are gpt-oss settings); the issues listed are "
+        "gpt-oss threads that read alike, not this failure."
+    )
+
+
 def is_thread(doc: Document) -> bool:
     """True for GitHub issues and PRs (curated or live), False for reference sections."""
     return doc.is_thread and doc.repo is not None and doc.number is not None

@@ -32,6 +32,7 @@ from service.answer import (
     issue_out,
     origin_out,
     reproduction_out,
+    scope_note,
     tokens_out,
     without_repeats,
 )
@@ -299,13 +300,20 @@ class LookupEngine:
         confident = [h for h in hits if h.confidence != "low"]
         # Origin and advice see only hits worth trusting: noise must not steer the diagnosis.
         evidence = [h.doc for h in confident]
-        diagnosis = diagnose(
-            parsed,
-            snap.problems,
-            snap.knowledge,
-            hits=confident,
-            sections=result.sections,
-            threads=snap.retriever.engines,
+        # Another model than gpt-oss (and no Harmony sign): the reference docs' problems and their actions
+        # are gpt-oss's, so none is this input's diagnosis; the answer says what it covers instead.
+        other = parsed.other_model
+        diagnosis = (
+            None
+            if other is not None
+            else diagnose(
+                parsed,
+                snap.problems,
+                snap.knowledge,
+                hits=confident,
+                sections=result.sections,
+                threads=snap.retriever.engines,
+            )
         )
         # An error string a known problem lists is a match to trust even when no thread is close.
         sure = diagnosis is not None and diagnosis.confidence == "high"
@@ -340,7 +348,8 @@ class LookupEngine:
                 client=parsed.client,
                 engine=parsed.engine,
                 failure_found=parsed.failure_found,
-                outside_scope=parsed.other_model is not None,
+                outside_scope=other is not None,
+                other_model=other,
                 reproduction=self._reproduce(parsed) if budget.allows("reproduction") else None,
             ),
             issues=issues,
@@ -354,6 +363,7 @@ class LookupEngine:
             index=snap.index,
             degraded=result.degraded,
             partial=self._partial(budget, store_failed=result.degraded),
+            scope_note=scope_note(other) if other is not None else None,
             untrusted_text=UNTRUSTED_NOTE if any(issue.trust != "curated" for issue in issues) else None,
         )
 

@@ -114,6 +114,11 @@ class LookupBrief(BaseModel):
         "known problem matches"
     )
     no_confident_match: bool = Field(description="True when nothing is close: say so rather than guess")
+    scope_note: str | None = Field(
+        default=None,
+        description="Set when the input is about another model than gpt-oss: no diagnosis is given and the "
+        "issues are look-alikes; tell the user this tool does not cover that model",
+    )
     origin: OriginOut
     tokens: list[TokenOut] = Field(default=[], description="Token ids the input names, decoded")
     versions: dict[str, str] = Field(default={}, description="Versions seen in the input")
@@ -137,10 +142,12 @@ def brief(answer: LookupResponse) -> LookupBrief:
             a.model_copy(update={"sources": [s for s in a.sources if s != diagnosis.problem] or a.sources})
             for a in diagnosis.actions
         ]
-        diagnosis = diagnosis.model_copy(update={"actions": actions, "sources": diagnosis.sources[:4]})
+        sources = [s for s in diagnosis.sources if s != diagnosis.problem][:4]
+        diagnosis = diagnosis.model_copy(update={"actions": actions, "sources": sources})
     return LookupBrief(
         diagnosis=diagnosis,
         no_confident_match=answer.no_confident_match,
+        scope_note=answer.scope_note,
         origin=answer.analysis.origin,
         tokens=answer.analysis.tokens[:8],
         versions=answer.analysis.versions,

@@ -131,7 +131,13 @@ class AnalysisOut(BaseModel):
     outside_scope: bool = Field(
         default=False,
         description="True when the input names another model family and carries no gpt-oss or Harmony signal: "
-        "this tool covers gpt-oss, so any match is only a look-alike.",
+        "this tool covers gpt-oss, so no diagnosis is given and any issue listed is only a look-alike "
+        "(``scope_note`` says so in words).",
+    )
+    other_model: str | None = Field(
+        default=None,
+        description="The other model family the input names, when ``outside_scope``.",
+        examples=[None, "Qwen3"],
     )
     reproduction: dict[str, Any] | None = Field(
         default=None,
@@ -336,6 +342,12 @@ class LookupResponse(BaseModel):
         default=[],
         description="Steps skipped because the lookup ran out of its time budget (GPTOSS_DOCTOR_LOOKUP_BUDGET), "
         "e.g. search, tokens, reproduction, advice; empty when the answer is complete.",
+    )
+    scope_note: str | None = Field(
+        default=None,
+        description="Set when the input is about another model than gpt-oss (``analysis.outside_scope``): what "
+        "this tool covers and how to read the issues listed. Null for gpt-oss and Harmony inputs.",
+        examples=[None],
     )
     untrusted_text: str | None = Field(
         default=None,

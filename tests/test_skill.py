@@ -413,6 +413,18 @@ def test_lookup_passes_on_the_note_about_synced_text(tmp_path: Path) -> None:
     assert f"Note: {UNTRUSTED_NOTE}" in out.splitlines()
 
 
+def test_lookup_passes_on_the_scope_note_first(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("skill_lookup", LOOKUP_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    note = "The input is about Qwen, with no gpt-oss or Harmony sign."
+    out = module.render({**ANSWER, "diagnosis": None, "no_confident_match": True, "scope_note": note})
+    assert out.splitlines()[0] == f"Outside what this tool covers: {note}"
+    assert "No confident match" not in out
+    assert "Outside what" not in module.render(ANSWER)
+
+
 def test_lookup_reads_stdin_sends_top_k_and_the_token(lookup_server: ThreadingHTTPServer) -> None:
     log = "INFO starting\nERROR openai_harmony.HarmonyError: unexpected tokens remaining in message header\n"
     result = _run(["--top-k", "3", "-"], url=_url(lookup_server), stdin=log, token="s3cret")

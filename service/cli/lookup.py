@@ -159,6 +159,8 @@ def render_verdict(answer: LookupResponse, console: Console, *, base_url: str | 
     """The verdict first: the problem, what happened, the status for your version, up to three actions."""
     diagnosis = answer.diagnosis
     analysis = answer.analysis
+    if answer.scope_note:
+        console.print(f"[yellow]Outside what this tool covers:[/yellow] {escape(answer.scope_note)}")
     if diagnosis is not None:
         console.print(f"[bold]{escape(plain(diagnosis.title))}[/bold] ({diagnosis.confidence} confidence)")
         console.print(escape(plain(diagnosis.summary)))
@@ -172,6 +174,8 @@ def render_verdict(answer: LookupResponse, console: Console, *, base_url: str | 
                 console.print(f"   [dim]{escape(_sources_line(others, base_url))}[/dim]", soft_wrap=True)
         # Paths and URLs are never broken by a hard wrap: the terminal wraps them, copy and click work.
         console.print(f"[dim]Section: {escape(section)}[/dim]", soft_wrap=True)
+    elif answer.scope_note:
+        pass  # said above: no diagnosis for another model, and the issues below are look-alikes
     elif answer.no_confident_match:
         console.print(f"[yellow]No confident match:[/yellow] {_no_match_text(answer)}")
     else:
@@ -202,6 +206,9 @@ def render(answer: LookupResponse, console: Console, *, base_url: str | None = N
     """The whole answer for a person: verdict, origin, tokens, issues, fixes, advice."""
     analysis = answer.analysis
     origin = analysis.origin
+    if answer.scope_note:
+        console.print(f"[yellow]Outside what this tool covers:[/yellow] {escape(answer.scope_note)}")
+        console.print()
     if answer.diagnosis is not None:
         d = answer.diagnosis
         console.print(f"[bold]Diagnosis:[/bold] {escape(plain(d.title))} ({d.confidence} confidence)")

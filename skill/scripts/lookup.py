@@ -168,6 +168,8 @@ def render(answer: dict[str, Any]) -> str:
     """
     lines: list[str] = []
     diagnosis = _get(answer, "diagnosis")
+    if _get(answer, "scope_note"):
+        lines.append(f"Outside what this tool covers: {answer['scope_note']}")
     if isinstance(diagnosis, dict) and diagnosis:
         lines.append(f"Diagnosis: {_get(diagnosis, 'title', '?')} ({_get(diagnosis, 'confidence', '?')} confidence)")
         if _get(diagnosis, "summary"):
@@ -184,6 +186,8 @@ def render(answer: dict[str, Any]) -> str:
                 lines.append(f"     sources: {_sources(action)}")
         if _get(diagnosis, "problem"):
             lines.append(f"Section: {diagnosis['problem']}")
+    elif _get(answer, "scope_note"):
+        pass  # said first: no diagnosis for another model
     elif _get(answer, "no_confident_match"):
         lines.append("No confident match in the knowledge base.")
     else:

@@ -99,6 +99,20 @@ def test_lookup_error_is_compact_for_a_typical_answer(fast_engine: LookupEngine)
     assert "why" not in result.structured_content["issues"][0]
 
 
+def test_lookup_error_tells_the_agent_when_the_input_is_about_another_model(fast_engine: LookupEngine) -> None:
+    error = 'vllm serve Qwen/QwQ-32B\n"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser'
+
+    async def go() -> Any:
+        async with Client(_server(fast_engine)) as client:
+            return await client.call_tool("lookup_error", {"error": error})
+
+    result = run(go)
+    assert not result.is_error, _text(result)
+    answer = result.structured_content
+    assert answer["diagnosis"] is None and "Qwen" in answer["scope_note"]
+    assert all(issue["confidence"] != "high" for issue in answer["issues"])
+
+
 def test_lookup_error_rejects_out_of_range_and_blank_input(fast_engine: LookupEngine) -> None:
     async def go() -> list[Any]:
         async with Client(_server(fast_engine)) as client:

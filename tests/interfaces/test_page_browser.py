@@ -266,6 +266,16 @@ def test_no_confident_match_is_said_plainly(page: Any, live_app: Any) -> None:
     assert page.locator(".issue-title").inner_text() == "weak candidate"
 
 
+def test_an_input_about_another_model_is_said_first(page: Any, live_app: Any) -> None:
+    page.goto(live_app.url + "/")
+    note = "The input is about Qwen, with no gpt-oss or Harmony sign."
+    _fake_lookup(page, _answer(diagnosis=None, no_confident_match=True, fixes=[], scope_note=note))
+    _submit(page, "vllm serve Qwen/QwQ-32B")
+    scope = page.locator("#outside-scope")
+    assert scope.inner_text() == f"Outside what this tool covers. {note}"
+    assert scope.evaluate("e => e.compareDocumentPosition(document.getElementById('verdict'))") & 4
+
+
 def test_problem_details_and_blank_input_are_reported(page: Any, live_app: Any) -> None:
     page.goto(live_app.url + "/")
     page.fill("#error-input", "   ")

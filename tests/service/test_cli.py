@@ -70,6 +70,15 @@ def test_lookup_readable_output_says_when_nothing_matches(live_app: LiveServer) 
     assert "No confident match" in result.stdout
 
 
+def test_lookup_says_first_when_the_input_is_about_another_model(live_app: LiveServer) -> None:
+    error = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+    result = CliRunner().invoke(main, ["lookup", "--url", live_app.url, f"vllm serve Qwen/QwQ-32B\n{error}"])
+    assert result.exit_code == 0, result.output
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("Outside what this tool covers: The input is about Qwen"), result.stdout
+    assert "confidence)" not in result.stdout.split("Top issues:")[0], "no diagnosis heading for another model"
+
+
 def test_lookup_reports_service_errors_readably(live_app: LiveServer) -> None:
     result = CliRunner().invoke(main, ["lookup", "--url", live_app.url, "-k", "3", "   "])
     assert result.exit_code != 0 and "empty" in result.output

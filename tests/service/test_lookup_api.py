@@ -173,3 +173,22 @@ def test_the_readme_example_answer_is_the_response_schema() -> None:
     assert answer.advice[0].flags[0].action == "avoid"
     schema = LookupResponse.model_json_schema()
     assert "diagnosis" in schema["properties"] and "DiagnosisOut" in schema["$defs"]
+
+
+AUTO_TOOL = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+
+
+def test_an_input_about_another_model_gets_no_gpt_oss_diagnosis_and_says_why(client: TestClient) -> None:
+    """vLLM's own error with a Qwen model: the section that lists it would tell a Qwen user to set the gpt-oss
+    parser. The answer names the model, says what the tool covers, and gives no diagnosis; the same error
+    with gpt-oss is diagnosed by that section."""
+    body = client.post("/lookup", json={"error": f"vllm serve Qwen/QwQ-32B\n{AUTO_TOOL}"}).json()
+    other = LookupResponse.model_validate(body)
+    assert other.analysis.outside_scope and other.analysis.other_model == "Qwen"
+    assert other.diagnosis is None and other.fixes == []
+    assert other.scope_note is not None and "Qwen" in other.scope_note and "gpt-oss" in other.scope_note
+    assert all(issue.confidence != "high" for issue in other.issues)
+    body = client.post("/lookup", json={"error": f"vllm serve openai/gpt-oss-20b\n{AUTO_TOOL}"}).json()
+    mine = LookupResponse.model_validate(body)
+    assert mine.diagnosis is not None and mine.diagnosis.title.startswith("Auto tool choice requires")
+    assert mine.scope_note is None and not mine.analysis.outside_scope and mine.analysis.other_model is None

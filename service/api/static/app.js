@@ -287,7 +287,13 @@
     const fixes = answer.fixes || [];
     const advice = answer.advice || [];
     const noVerdict = !answer.diagnosis;
+    // Another model than gpt-oss: the page says so first, and there is no verdict to show.
+    const scope = answer.scope_note
+      ? el("p", { class: "panel notice", id: "outside-scope", role: "note" },
+        el("strong", {}, "Outside what this tool covers. "), answer.scope_note)
+      : null;
     results.replaceChildren(
+      ...[scope].filter(Boolean),
       renderDiagnosis(answer),
       ...[
         folded(`Known issues (${issues.length})`, renderIssues(answer), noVerdict),
