@@ -49,6 +49,10 @@ class Outcome:
     answer_text: str = ""
     high_ids: list[str] = field(default_factory=list)
     """Issues rated high; a positive counts as a wrong high when one of them is not a relevant id."""
+    verdict: list[str] | None = None
+    """The threads the diagnosis' problem cites (its sources and fix PRs); None when there is no diagnosis."""
+    gives_verdicts: bool = False
+    """True for a system that diagnoses (the pipeline): only then are the verdict figures counted."""
 
 
 @dataclass
@@ -66,6 +70,13 @@ class Metrics:
     origin_accuracy: float | None = None
     advice_n: int = 0
     advice_hit: float | None = None
+    verdict_on_label: float | None = None
+    """Positives whose diagnosis is a problem that cites one of their labelled threads."""
+    verdict_off_label: float | None = None
+    """Positives whose diagnosis cites none of their labelled threads (a wrong headline, or a right problem
+    the labels do not reach: read the misses)."""
+    negatives_verdict: float | None = None
+    """Negatives that got a diagnosis (uncovered or unrelated inputs should get none)."""
     misses: list[str] = field(default_factory=list)
     tops: dict[str, str | None] = field(default_factory=dict)
     """Each positive's first answer (query id -> issue id, None when nothing was answered)."""
@@ -104,8 +115,19 @@ def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Me
     """Run a system over the queries and aggregate the metrics."""
     m = Metrics()
     origin_ok = advice_ok = negatives_ok = wrong_high = 0
+    on_label = off_label = negatives_verdict = 0
+    verdicts = False
     for q in queries:
         out = system(q)
+        verdicts = verdicts or out.gives_verdicts
+        if out.gives_verdicts and out.verdict is not None:
+            if q.relevant and set(out.verdict) & set(q.relevant):
+                on_label += 1
+            elif q.relevant:
+                off_label += 1
+                m.misses.append(f"{q.id} diagnosis cites none of {q.relevant[:3]}")
+            if q.no_match:
+                negatives_verdict += 1
         if q.relevant:
             m.n += 1
             m.tops[q.id] = out.ranked[0] if out.ranked else None
@@ -147,6 +169,10 @@ def evaluate(queries: Sequence[Query], system: Callable[[Query], Outcome]) -> Me
     m.positives_wrong_high = wrong_high / m.n if m.n else None
     m.origin_accuracy = origin_ok / m.origin_n if m.origin_n else None
     m.advice_hit = advice_ok / m.advice_n if m.advice_n else None
+    if verdicts:
+        m.verdict_on_label = on_label / m.n if m.n else None
+        m.verdict_off_label = off_label / m.n if m.n else None
+        m.negatives_verdict = negatives_verdict / m.negatives if m.negatives else None
     return m
 
 
@@ -207,13 +233,25 @@ class PipelineSystem:
             parts += [fix.summary, *fix.steps]
         for advice in answer.advice:
             parts += [advice.summary, *(flag.text() for flag in advice.flags)]
+        verdict = None
         if answer.diagnosis is not None:
             for action in answer.diagnosis.actions:
                 parts += [action.text, action.label()]
+            verdict = self._cited(answer.diagnosis.problem, answer.diagnosis.sources)
         return Outcome(
             ranked=[issue.id for issue in answer.issues],
             high_confidence=any(issue.confidence == "high" for issue in answer.issues),
             high_ids=[issue.id for issue in answer.issues if issue.confidence == "high"],
             side=answer.analysis.origin.side,
             answer_text="\n".join(parts),
+            verdict=verdict,
+            gives_verdicts=True,
         )
+
+    def _cited(self, problem: str, shown: list[str]) -> list[str]:
+        """Every thread the diagnosed problem cites (the answer shows at most six of them)."""
+        anchor = "reference/" + problem.removeprefix("references/")
+        found = self.engine._snapshot.problems.by_id.get(anchor)  # the bench reads the served generation
+        if found is None:
+            return list(shown)
+        return sorted({*found.sources, *found.fix_prs, *found.open_prs})

@@ -212,6 +212,20 @@ def _outside_rows(r: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+def _verdict_rows(r: dict[str, Any]) -> list[list[Any]]:
+    """Per split and variant: how the pipeline's diagnosis (the answer's headline) fared."""
+    rows = []
+    for split, variant in ((s, v) for s in ("tune", "heldout") for v in VARIANTS):
+        x = _get(r, "quality", "outside", split, variant, "pipeline") or {}
+        if x.get("verdict_on_label") is None:
+            continue
+        on, off = x["verdict_on_label"], x.get("verdict_off_label") or 0.0
+        rows.append(
+            [split, variant, x.get("n"), _fmt(on), _fmt(off), _fmt(1 - on - off), _fmt(x.get("negatives_verdict"))]
+        )
+    return rows
+
+
 def _judged_rows(r: dict[str, Any]) -> list[list[Any]]:
     """Per split, variant and system: how the blind assessor judged the positives' first answers."""
     rows = []
@@ -367,6 +381,30 @@ def markdown(r: dict[str, Any]) -> str:
             "bug report in its tracker's template, with a checklist and an environment section "
             "(`bench/outside_report.py`; reported, not a target). Tune on `tune` only; `heldout` is the figure "
             "that counts.",
+            "",
+        ]
+
+    verdict_rows = _verdict_rows(r)
+    if verdict_rows:
+        lines += ["## Outside set: the diagnosis, the answer's headline (reporting only)", ""]
+        lines += _table(
+            [
+                "split",
+                "input",
+                "positives",
+                "cites a labelled thread",
+                "cites none",
+                "no diagnosis",
+                "negatives with a diagnosis",
+            ],
+            verdict_rows,
+        )
+        lines += [
+            "A diagnosis is a problem of the reference docs; it counts as citing a label when any thread the "
+            "problem cites (its sources, fix PRs, open PRs) is one of the positive's labelled threads. One that "
+            "cites none may still be right where the labels do not reach, so that column bounds the wrong "
+            "headlines from above. Negatives are uncovered or unrelated inputs: a diagnosis there is a headline "
+            "the input does not support, unless the problem is only related.",
             "",
         ]
 

@@ -183,13 +183,33 @@ def _section(confidence: str) -> Hit:
     return Hit(doc=doc, score=0.5, confidence=confidence, why=["x"])  # type: ignore[arg-type]
 
 
+def _thread_hit(number: int, confidence: str = "medium", repo: str = "o/r") -> Hit:
+    doc = Document(id=f"{repo}#{number}", kind="issue", repo=repo, number=number, title="t", text="t")
+    return Hit(doc=doc, score=0.5, confidence=confidence, why=["x"])  # type: ignore[arg-type]
+
+
 def test_a_question_goes_by_its_section_an_unlisted_error_line_needs_a_strong_one() -> None:
     problems = Problems([_problem(kind="setup", errors=())])
     question = parse_input("which flags do I need so tool calls work with the 120b model?")
-    assert choose(question, problems, [], [_section("medium")]) is not None
+    assert choose(question, problems, [], [_section("medium")]) is not None, "a setup question: by its words"
+    told = parse_input("tool calls do not work with the 120b model")
+    assert choose(told, problems, [], [_section("medium")]) is None, "a report needs the best issue to agree"
+    assert choose(told, problems, [_thread_hit(1)], [_section("medium")]) is not None
     error = parse_input("ValueError: something else entirely went wrong in the parser")
-    assert choose(error, problems, [], [_section("medium")]) is None
+    assert choose(error, problems, [_thread_hit(1)], [_section("medium")]) is None
     assert choose(error, problems, [], [_section("high")]) is not None
+
+
+def test_a_section_found_by_words_at_medium_needs_the_best_issue_to_agree() -> None:
+    """Words a section shares with the input are weaker than the threads: at medium, the section is the
+    diagnosis only when it cites the best-matching issue (on the outside set's tune half, most medium
+    verdicts that cited no labelled thread also disagreed with the first issue)."""
+    problems = Problems([_problem(errors=())])
+    said = parse_input("the tool calls come back empty with the 120b model")
+    assert choose(said, problems, [_thread_hit(1)], [_section("medium")]) is not None  # o/r#1 is a source
+    assert choose(said, problems, [_thread_hit(9), _thread_hit(1)], [_section("medium")]) is None
+    assert choose(said, problems, [], [_section("medium")]) is None
+    assert choose(said, problems, [_thread_hit(9)], [_section("high")]) is not None
 
 
 def test_a_thread_the_user_names_chooses_the_problem_that_cites_it() -> None:
@@ -216,16 +236,17 @@ def test_a_section_of_another_engines_threads_does_not_diagnose_by_words() -> No
     problems = Problems([_problem(kind="setup", errors=(), sources=("vllm-project/vllm#1",), fix_prs=())])
     threads = ThreadEngines(engine={"vllm-project/vllm#1": "vllm"})
     section = [_section("medium")]
+    agree = [_thread_hit(1, repo="vllm-project/vllm")]  # the best issue is a thread the section cites
     on_ollama = parse_input("ollama 0.12 with gpt-oss:20b: tool calls come back as text in the content")
     assert on_ollama.failure_engines == ["ollama"]
-    assert choose(on_ollama, problems, [], section, threads) is None
+    assert choose(on_ollama, problems, agree, section, threads) is None
     on_vllm = parse_input("vllm 0.10.1 with gpt-oss-20b: tool calls come back as text in the content")
-    assert choose(on_vllm, problems, [], section, threads) is not None
+    assert choose(on_vllm, problems, agree, section, threads) is not None
     unnamed = parse_input("with gpt-oss-20b, tool calls come back as text in the content")
-    assert choose(unnamed, problems, [], section, threads) is not None
+    assert choose(unnamed, problems, agree, section, threads) is not None
     # An engine-neutral problem (threads of no engine) fits any engine; its error string always does.
     neutral = Problems([_problem(kind="setup", errors=(), sources=("openai/harmony#1",), fix_prs=())])
-    assert choose(on_ollama, neutral, [], section, threads) is not None
+    assert choose(on_ollama, neutral, [_thread_hit(1, repo="openai/harmony")], section, threads) is not None
     quoted = parse_input(f"ollama 0.12: {LINE}")
     assert choose(quoted, Problems([_problem(sources=("vllm-project/vllm#1",), fix_prs=())]), [], [], threads)
 
