@@ -59,6 +59,7 @@ def _finding_out(finding: Finding) -> FindingOut:
         change=ChangeOut(action=finding.kind, target=finding.target, value=finding.value),  # type: ignore[arg-type]
         when=finding.when,
         applies_to=finding.applies_to,
+        found=list(finding.found),
         problem=finding.problem,
         sources=list(finding.sources),
     )

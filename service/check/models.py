@@ -61,6 +61,11 @@ class FindingOut(BaseModel):
     change: ChangeOut
     when: str = Field(description="The condition under which the rule applies (always, tools, offline, ...).")
     applies_to: str | None = Field(default=None, description="Version range it holds for, e.g. 'vllm < 0.10.2'.")
+    found: list[str] = Field(
+        default=[],
+        description="What the setup has for the target now, e.g. ['GptOss'] for a parser name that is not one; "
+        "empty when the target is not set.",
+    )
     problem: str = Field(description="The reference section: reference/<doc>.md#anchor.")
     sources: list[str] = Field(min_length=1, description="The reference section and the issues backing the rule.")
 

@@ -73,6 +73,8 @@ class Finding:
     applies_to: str | None
     """The version range the finding holds for, e.g. ``vllm < 0.10.2``; None when it holds for all."""
     sources: tuple[str, ...]
+    found: tuple[str, ...] = ()
+    """What the setup has for the target now (``GptOss`` for a misspelt parser); empty when it is unset."""
 
 
 CHECKED_KINDS = frozenset({"set", "unset", "avoid", "upgrade", "check"})
@@ -186,6 +188,7 @@ def _evaluate_action(setup: Setup, problem: ProblemLike, action: ActionLike) -> 
         when=", ".join(action.when),
         applies_to=applies_to,
         sources=(problem.anchor, *action.sources),
+        found=tuple(values) if action.kind != "check" else (),
     )
 
 

@@ -94,6 +94,8 @@ def _render(report: CheckResponse) -> None:
         what = f"{change.action} {change.target}" + (f" {change.value}" if change.value else "")
         click.echo(click.style(f"[{mark}] ", fg=color, bold=True) + f"{what}  ({finding.title})")
         click.echo(f"    {finding.message}")
+        if finding.found:
+            click.echo(f"    you have: {change.target} {', '.join(finding.found)}")
         if finding.applies_to:
             click.echo(f"    applies to: {finding.applies_to}")
         click.secho(f"    sources: {', '.join(finding.sources)}", fg="bright_black")

@@ -60,6 +60,13 @@ def test_set_with_the_right_value_is_quiet_and_a_wrong_value_is_not() -> None:
     ]
 
 
+def test_a_finding_says_what_the_setup_has_now() -> None:
+    [wrong] = evaluate(read_setup("vllm serve m --tool-call-parser hermes --enable-auto-tool-choice"), [TOOLS])
+    assert wrong.found == ("hermes",)
+    [missing] = evaluate(read_setup("vllm serve m --enable-auto-tool-choice"), [TOOLS])
+    assert missing.found == ()
+
+
 def test_a_request_with_tools_cannot_show_server_flags() -> None:
     body = json.dumps({"messages": [], "tools": [{"type": "function", "function": {"name": "f"}}]})
     assert findings(body, TOOLS) == []

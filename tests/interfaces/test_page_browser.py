@@ -314,6 +314,7 @@ def test_check_tab_shows_findings_with_linked_sources(page: Any, live_app: Any) 
     first = findings.nth(0)
     assert expected["findings"][0]["message"] in first.inner_text()
     assert "error" in first.locator(".badge").inner_text()
+    assert first.locator(".found").inner_text() == "You have: ignore_eos true"
     # The reference section resolves on this service; issue ids link to GitHub.
     hrefs = first.locator("a").evaluate_all("(links) => links.map((a) => a.getAttribute('href'))")
     assert any("/references/" in h for h in hrefs) and any(h.startswith("https://github.com/") for h in hrefs)

@@ -44,6 +44,9 @@
         ui.el("code", {}, changeText(finding.change)), " ",
         ui.el("span", { class: "meta" }, `(${finding.title})`)),
       ui.el("p", {}, finding.message),
+      Array.isArray(finding.found) && finding.found.length
+        ? ui.el("p", { class: "meta found" }, "You have: ", ui.el("code", {}, `${finding.change.target} ${finding.found.join(", ")}`))
+        : null,
       finding.applies_to ? ui.el("p", { class: "meta" }, `Applies to ${finding.applies_to}; when: ${finding.when}`)
         : ui.el("p", { class: "meta" }, `When: ${finding.when}`),
       ui.sources(finding.sources));
