@@ -58,6 +58,7 @@ When = Literal[
     "gpu",
     "install",
     "non-vllm",
+    "sglang",
     "langchain",
     "litellm",
     "openai-agents",
@@ -75,7 +76,8 @@ access. benchmark: a benchmark or evaluation client sends the requests. offline-
 ``LLM.generate`` instead of the HTTP server. custom-checkpoint: fine-tuned, merged, converted or
 re-quantised weights instead of ``openai/gpt-oss-*``. multi-gpu: tensor or expert parallel. gpu: depends
 on the GPU architecture (the row's text names it). install: installing or building vLLM. non-vllm: code
-or servers that drive openai-harmony or Harmony stops themselves. langchain, litellm, openai-agents,
+or servers that drive openai-harmony or Harmony stops themselves. sglang: the server is SGLang (its own
+flags and releases). langchain, litellm, openai-agents,
 codex, pydantic-ai: that client is in the path.
 """
 

@@ -445,6 +445,20 @@ _SEEN: dict[str, re.Pattern[str]] = {
     "install": re.compile(r"pip install|\buv\b|build(?:ing)? (?:vllm|from source)|wheel", re.I),
 }
 _CLIENT_WHENS = {"langchain", "litellm", "openai-agents", "codex", "pydantic-ai"}
+_ENGINE_WHENS = {"sglang"}
+"""Conditions naming a serving engine: such an action is another engine's flag or release, offered only
+to an input whose failure names that engine."""
+
+
+def _engine_mismatch(action: Action, parsed: ParsedInput) -> bool:
+    """True when the action is for another engine than the one the failure names: an SGLang flag for any
+    other input, or code that drives openai-harmony itself (``non-vllm``) for a vLLM failure."""
+    for condition in action.when:
+        if condition in _ENGINE_WHENS and condition not in parsed.failure_engines:
+            return True
+        if condition == "non-vllm" and "vllm" in parsed.failure_engines:
+            return True
+    return False
 
 
 def _holds(condition: str, parsed: ParsedInput) -> bool:
@@ -452,6 +466,8 @@ def _holds(condition: str, parsed: ParsedInput) -> bool:
         return True
     if condition == "non-vllm":
         return bool(parsed.failure_engines) and "vllm" not in parsed.failure_engines
+    if condition in _ENGINE_WHENS:
+        return condition in parsed.failure_engines
     if condition in _CLIENT_WHENS:
         return (parsed.client or "").lower().replace("_", "-").startswith(condition.split("-")[0])
     rx = _SEEN.get(condition)
@@ -489,6 +505,8 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
     elsewhere = runs_elsewhere(parsed) if parsed is not None else None
     for action in _ordered(problem, parsed) if parsed is not None else problem.actions:
         if elsewhere is not None and vllm_only(action):
+            continue
+        if parsed is not None and _engine_mismatch(action, parsed):
             continue
         if action.kind == "upgrade":
             if upgrade is not None and (action.target or "").lower() == (upgrade.target or "").lower():

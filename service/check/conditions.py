@@ -159,8 +159,10 @@ CONDITIONS: dict[str, Callable[[Setup], bool | None]] = {
     "openai-agents": _unknown,
     "codex": _unknown,
     "pydantic-ai": _unknown,
-    # check reads vLLM setups: rules for code that drives openai-harmony itself do not apply.
+    # check reads vLLM setups: rules for code that drives openai-harmony itself, or for another
+    # engine's own flags and releases, do not apply.
     "non-vllm": _never,
+    "sglang": _never,
 }
 """Every ``when`` of the reference docs (``indexer.problems.WHENS``); a test checks they match."""
 

@@ -118,6 +118,26 @@ def test_the_upgrade_text_names_the_verdicts_release_not_an_earlier_doc_step() -
     assert kept is not None and kept.actions[0].text == "Run 0.13.0.", "a row naming that release keeps its words"
 
 
+def test_another_engines_actions_go_only_to_that_engine() -> None:
+    """An SGLang flag is offered only when the failure names SGLang; code that drives openai-harmony itself
+    (non-vllm) is not offered for a vLLM failure."""
+    on_sglang = Action(
+        kind="set", target="--reasoning-parser", value="gpt-oss", when=("sglang",), text="S.", sources=("o/r#1",)
+    )
+    harmony = Action(kind="workaround", target="parser", when=("non-vllm",), text="H.", sources=("o/r#1",))
+    plain = Action(kind="avoid", target="ignore_eos", when=("always",), text="A.", sources=("o/r#1",))
+    problem = _problem(status="open", fixed_in={}, fix_prs=(), actions=(on_sglang, harmony, plain))
+
+    def texts(text: str) -> list[str]:
+        answer = diagnose(parse_input(f"{text}\n{LINE}"), Problems([problem]), KNOWLEDGE, hits=[], sections=[])
+        assert answer is not None
+        return [a.text for a in answer.actions]
+
+    assert texts("python -m sglang.launch_server --model openai/gpt-oss-20b") == ["S.", "H.", "A."]
+    assert texts("vllm serve openai/gpt-oss-20b") == ["A."]
+    assert texts("gpt-oss-20b") == ["A.", "H."]  # no engine named: the harmony workaround may apply, after
+
+
 def test_a_version_with_the_fix_is_told_to_look_elsewhere_and_gets_no_upgrade() -> None:
     text = f"vLLM API server version 0.14.1\n{LINE}"
     status = _verdict(_problem(), text)
