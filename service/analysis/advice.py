@@ -411,20 +411,24 @@ def _reasoning_advice(
 ) -> list[Advice]:
     if not (category == "reasoning-output" or _REASONING_SYMPTOM.search(window.text, window.low)):
         return []
-    if flags.get("reasoning-parser", "").lower().replace("-", "_") == "openai_gptoss" or not _vllm_context(
-        window, hits
-    ):
+    if not _vllm_context(window, hits):
         return []
     return [
         Advice(
-            summary="Start vLLM with `--reasoning-parser openai_gptoss` so the analysis channel "
-            "is returned in the "
-            "reasoning field instead of mixing with the answer; clients that read `reasoning_content` vs "
-            "`reasoning` may need to match the field your vLLM version returns.",
-            flags=[flag("--reasoning-parser openai_gptoss", "set")],
-            sources=_sources(hits, r"reasoning-parser[ =]openai_gptoss", kb),
+            summary="On vLLM, Chat Completions and the Responses API return gpt-oss reasoning apart from the "
+            "answer with or without `--reasoning-parser` (read in the release packages). Raw analysis text in "
+            "`content` comes from `/v1/completions` or offline generation (parse those tokens with "
+            "openai-harmony) or from a streamed chunk that crosses channels; and a client must read the field "
+            "your vLLM returns (`reasoning`, or `reasoning_content` on older builds).",
+            sources=[REASONING_SECTION],
         )
     ]
+
+
+REASONING_SECTION = "reference/known-issues.md#reasoning-appears-in-content"
+"""The reference section behind the reasoning advice: it cites the threads and the release packages that
+show the split (vllm-project/vllm#22334, #22337); no card's fix field carries that, and the threads that
+match the input's words are often other reasoning bugs."""
 
 
 def _vocab_advice(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, category: str) -> list[Advice]:

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from indexer.documents import DocKind, Document, SourceName
 from indexer.trust import trust_level
-from service.analysis.advice import Advice, CuratedThreads, advise, card_flags, fixing_version, seen_flags
+from service.analysis.advice import (
+    REASONING_SECTION,
+    Advice,
+    CuratedThreads,
+    advise,
+    card_flags,
+    fixing_version,
+    seen_flags,
+)
 from service.analysis.input import parse_input
 from service.models import FlagOut
 from service.versions import parse_version
@@ -209,13 +219,20 @@ def test_tool_choice_other_than_auto_is_flagged(cards: dict[str, Document], kb: 
     assert rule and "vllm-project/vllm#44216" in rule[0].sources
 
 
-def test_reasoning_leak_advises_the_reasoning_parser_unless_set(kb: CuratedThreads) -> None:
+def test_reasoning_leak_on_vllm_points_at_the_endpoint_not_the_parser_flag(kb: CuratedThreads) -> None:
+    """vLLM's Chat Completions splits gpt-oss reasoning with or without --reasoning-parser (the release
+    packages; vllm-project/vllm#22334): the advice names where raw analysis text comes from and sets no flag,
+    with the flag given or not."""
     text = "vLLM gpt-oss: the analysis channel text ends up in content and reasoning_content is null"
-    assert _about(advise(parse_input(text), [], kb), "--reasoning-parser openai_gptoss")
     with_flag = "$ vllm serve openai/gpt-oss-20b --reasoning-parser openai_gptoss\n" + text
-    assert not [
-        a for a in advise(parse_input(with_flag), [], kb) if a.summary.startswith("Start vLLM with `--reasoning")
-    ]
+    for given in (text, with_flag):
+        advice = _about(advise(parse_input(given), [], kb), "/v1/completions")
+        assert advice and not advice[0].flags, advice
+        assert advice[0].sources[0] == REASONING_SECTION
+    from indexer.problems import load_problems, problem_by_anchor
+
+    section = problem_by_anchor(load_problems(Path(__file__).resolve().parents[2]), REASONING_SECTION)
+    assert section is not None and "vllm-project/vllm#22334" in section.sources
 
 
 def test_attention_sink_errors_advise_the_triton_backend(cards: dict[str, Document], kb: CuratedThreads) -> None:
