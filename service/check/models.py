@@ -63,7 +63,7 @@ class FindingOut(BaseModel):
     applies_to: str | None = Field(default=None, description="Version range it holds for, e.g. 'vllm < 0.10.2'.")
     found: list[str] = Field(
         default=[],
-        description="What the setup has for the target now, e.g. ['GptOss'] for a parser name that is not one; "
+        description="What the setup has for the target now, e.g. ['hermes'] where the parser should be 'openai'; "
         "empty when the target is not set.",
     )
     problem: str = Field(description="The reference section: reference/<doc>.md#anchor.")

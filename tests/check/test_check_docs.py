@@ -58,7 +58,8 @@ def test_a_bare_serve_command_is_told_about_the_tool_parser() -> None:
     assert finding.problem.startswith("reference/") and "#" in finding.problem
     ids = [s for s in finding.sources if not s.startswith("reference/")]
     assert ids and all(re.match(r"^[\w.-]+/[\w.-]+#\d+$", s) for s in ids)
-    assert ("set", "--reasoning-parser") in changes(report, "warning")
+    # Optional on vLLM: the gpt-oss model config sets the reasoning parser when the flag is empty.
+    assert ("set", "--reasoning-parser") not in changes(report, "warning")
 
 
 def test_a_risky_flag_value_chosen_on_purpose_is_flagged() -> None:

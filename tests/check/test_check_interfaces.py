@@ -83,8 +83,8 @@ def test_cli_check_exit_codes_and_json(tmp_path: Path) -> None:
     failing = runner.invoke(main, ["check", "--json", "-f", str(request)])
     assert failing.exit_code == 1
     assert json.loads(failing.output)["errors"] >= 1
-    misspelt = runner.invoke(main, ["check", "--", *BARE.split(), "--reasoning-parser", "GptOss"])
-    assert "you have: --reasoning-parser GptOss" in misspelt.output, misspelt.output
+    other = runner.invoke(main, ["check", "--", *BARE.split(), "--tool-call-parser", "hermes"])
+    assert "you have: --tool-call-parser hermes" in other.output, other.output
     stdin = runner.invoke(main, ["check", "-"], input=BARE)
     assert stdin.exit_code == 0 and "Read as: command" in stdin.output
     garbage = runner.invoke(main, ["check", "hello world"])
