@@ -790,8 +790,8 @@ class Retriever:
             what = "removed" if pr.state == "merged" else "proposes to fix"
             for target in pr.fixes:
                 j = self._position.get(target)
-                if j is None or j not in scores or scores[j] >= scores[i]:
-                    continue
+                if j is None or j not in scores or scores[j] > scores[i]:
+                    continue  # a tie goes to the thread that shows the error, as a lower score does
                 # The same error: the fixed thread matches the input's error string as well as the PR.
                 if evidence[j].signature >= evidence[i].signature - c.titled_margin:
                     # The two trade places: the thread takes the PR's place, the PR follows it.

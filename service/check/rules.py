@@ -74,7 +74,8 @@ class Finding:
     """The version range the finding holds for, e.g. ``vllm < 0.10.2``; None when it holds for all."""
     sources: tuple[str, ...]
     found: tuple[str, ...] = ()
-    """What the setup has for the target now (``hermes`` where the parser should be ``openai``); empty when it is unset."""
+    """What the setup has for the target now (``hermes`` where the parser should be ``openai``); empty when
+    it is unset."""
 
 
 CHECKED_KINDS = frozenset({"set", "unset", "avoid", "upgrade", "check"})

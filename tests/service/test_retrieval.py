@@ -652,3 +652,17 @@ def test_a_community_authors_threads_count_once_and_the_facts_follow_each_docume
         )
         assert facts.platform_copy is retriever.engines.is_platform_copy(doc)
         assert facts.base_boost == retriever._thread_boost(doc)
+
+
+def test_a_tie_between_a_thread_and_the_pr_that_removed_its_error_goes_to_the_thread(retriever: Retriever) -> None:
+    """Two docs rewrites left vllm#22137 and its fix PR #22185 with the very same score for the store=True
+    error; the sort then put the PR first by position. A tie goes to the thread, as a lower score does."""
+    from service.retrieval import _Evidence
+
+    position = {doc.id: i for i, doc in enumerate(retriever.documents)}
+    thread, pr = position["vllm-project/vllm#22137"], position["vllm-project/vllm#22185"]
+    scores = {thread: 0.64, pr: 0.64}
+    evidence = {thread: _Evidence(signature=0.77), pr: _Evidence(signature=0.77)}
+    retriever._report_before_fix(scores, evidence)
+    assert scores[thread] > scores[pr]
+    assert evidence[thread].adjusted == ["shows the error vllm-project/vllm#22185 removed"]
