@@ -287,6 +287,13 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return [_row(header), _row(["---"] * len(header)), *(_row(r) for r in rows), ""]
 
 
+def _titled_table(title: str, header: list[str], rows: list[list[Any]], note: str) -> list[str]:
+    """A report section: its heading, the table and the note under it; nothing when there are no rows."""
+    if not rows:
+        return []
+    return [f"## {title}", "", *_table(header, rows), note, ""]
+
+
 def _lat_row(label: str, rep: dict[str, Any] | None) -> list[Any]:
     rep = rep or {}
     return [
@@ -357,56 +364,28 @@ def markdown(r: dict[str, Any]) -> str:
     lines += _table(header, rows)
     lines += ["Baselines see no negatives' notion of confidence, origin or advice (n/a).", ""]
 
-    outside_rows = _outside_rows(r)
-    if outside_rows:
-        lines += ["## Outside set (public reports outside the KB; `bench/outside/README.md`)", ""]
-        lines += _table(
-            [
-                "split",
-                "input",
-                "system",
-                "queries",
-                "hit@1",
-                "hit@5",
-                "MRR@10",
-                "origin",
-                "negatives no high",
-                "positives wrong high",
-            ],
-            outside_rows,
-        )
-        lines += [
-            "`pasted` is the error or symptom as the user gave it; `in-log` is the same inside ~120 lines of its "
-            "engine's ordinary log (`bench/outside_log.py`); `in-report` is the same as the description of a "
-            "bug report in its tracker's template, with a checklist and an environment section "
-            "(`bench/outside_report.py`; reported, not a target). Tune on `tune` only; `heldout` is the figure "
-            "that counts.",
-            "",
-        ]
-
-    verdict_rows = _verdict_rows(r)
-    if verdict_rows:
-        lines += ["## Outside set: the diagnosis, the answer's headline (reporting only)", ""]
-        lines += _table(
-            [
-                "split",
-                "input",
-                "positives",
-                "cites a labelled thread",
-                "cites none",
-                "no diagnosis",
-                "negatives with a diagnosis",
-            ],
-            verdict_rows,
-        )
-        lines += [
-            "A diagnosis is a problem of the reference docs; it counts as citing a label when any thread the "
-            "problem cites (its sources, fix PRs, open PRs) is one of the positive's labelled threads. One that "
-            "cites none may still be right where the labels do not reach, so that column bounds the wrong "
-            "headlines from above. Negatives are uncovered or unrelated inputs: a diagnosis there is a headline "
-            "the input does not support, unless the problem is only related.",
-            "",
-        ]
+    lines += _titled_table(
+        "Outside set (public reports outside the KB; `bench/outside/README.md`)",
+        ["split", "input", "system", "queries", "hit@1", "hit@5", "MRR@10", "origin", "negatives no high",
+         "positives wrong high"],
+        _outside_rows(r),
+        "`pasted` is the error or symptom as the user gave it; `in-log` is the same inside ~120 lines of its "
+        "engine's ordinary log (`bench/outside_log.py`); `in-report` is the same as the description of a "
+        "bug report in its tracker's template, with a checklist and an environment section "
+        "(`bench/outside_report.py`; reported, not a target). Tune on `tune` only; `heldout` is the figure "
+        "that counts.",
+    )
+    lines += _titled_table(
+        "Outside set: the diagnosis, the answer's headline (reporting only)",
+        ["split", "input", "positives", "cites a labelled thread", "cites none", "no diagnosis",
+         "negatives with a diagnosis"],
+        _verdict_rows(r),
+        "A diagnosis is a problem of the reference docs; it counts as citing a label when any thread the "
+        "problem cites (its sources, fix PRs, open PRs) is one of the positive's labelled threads. One that "
+        "cites none may still be right where the labels do not reach, so that column bounds the wrong "
+        "headlines from above. Negatives are uncovered or unrelated inputs: a diagnosis there is a headline "
+        "the input does not support, unless the problem is only related.",
+    )
 
     judged_rows = _judged_rows(r)
     if judged_rows:
