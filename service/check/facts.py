@@ -85,7 +85,11 @@ _COMMAND = re.compile(
     r"\bvllm\s+(?:bench\s+)?serve\b|vllm\.entrypoints\.openai\.api_server|\bvllm/vllm-openai\b"
     r"|(?m:^\s*(?:\S*/)?guidellm\s)|\bbenchmark_serving\.py\b"
 )
-_VERSION_LINE = re.compile(r"vLLM API server version\s+(\S{1,40})|\bvllm[=@:]{1,2}v?(\d[\w.+-]{1,40})", re.I)
+# vLLM's start-up line: "vLLM API server version X" up to 0.14.x, "vLLM server version X, serving model Y"
+# from 0.15.0 (read in the release packages).
+_VERSION_LINE = re.compile(
+    r"vLLM (?:API )?server version\s+(\d[\w.+-]{0,40})|\bvllm[=@:]{1,2}v?(\d[\w.+-]{1,40})", re.I
+)
 
 
 def read_setup(text: str) -> Setup:

@@ -55,6 +55,15 @@ def test_args_line_keys_become_flags_and_version_is_read() -> None:
     assert str(setup.version("vllm")) == "0.10.1.1"
 
 
+def test_the_start_up_version_line_of_newer_vllm_is_read_too() -> None:
+    """From 0.15.0 vLLM logs "vLLM server version X, serving model Y" instead of "vLLM API server version X"."""
+    setup = read_setup(
+        "(APIServer pid=1) INFO 03-02 [utils.py:233] vLLM server version 0.18.1, serving model openai/gpt-oss-20b\n"
+        "(APIServer pid=1) INFO 03-02 [utils.py:326] non-default args: {'model_tag': 'openai/gpt-oss-20b'}"
+    )
+    assert str(setup.version("vllm")) == "0.18.1"
+
+
 def test_request_bodies_name_their_api() -> None:
     chat = read_setup(json.dumps({"model": "openai/gpt-oss-20b", "messages": [], "ignore_eos": True}))
     responses = read_setup(json.dumps({"model": "openai/gpt-oss-20b", "input": "hi"}))
