@@ -396,10 +396,12 @@ def _tool_choice_advice(
     return [
         Advice(
             summary=f"tool_choice={choice!r} is not reliably enforced for gpt-oss on vLLM: the `openai` tool "
-            'parser handles tool_choice "auto"; "required" was ignored on v0.20.1 (vllm#44216, open) and the '
-            "Responses API refused anything but auto/none before vllm#45560. Validate tool calls on the client "
-            'or send tool_choice "auto" with clear instructions; on builds with vllm#45560 and vllm#52222, '
-            "function tools declared strict get grammar-constrained calls.",
+            'parser handles tool_choice "auto"; "required" put a JSON array in content on 0.10.1-0.11.x, was '
+            "not enforced on 0.12.0-0.26.x (v0.20.1 in vllm#44216, open) and is forced from 0.27.0 with both "
+            "tool flags; the Responses API refused it before vllm#45560 (0.27.0). Validate tool calls on the "
+            'client or send tool_choice "auto" with clear instructions; on builds with vllm#45560 and '
+            "vllm#52222 (0.29.0), function tools declared strict get grammar-constrained calls under auto "
+            "(the release behaviour read in vLLM's published packages).",
             flags=[flag("tool_choice=auto", "set")],
             sources=_sources(hits, r"tool_choice\W{0,3}(?:required|auto)|only supports auto", kb),
         )
@@ -478,11 +480,12 @@ def _attention_advice(window: InputWindow, hits: Sequence[Document], kb: Curated
         Advice(
             summary="gpt-oss needs attention sinks, which this attention backend (or GPU) does "
             "not provide: select "
-            "vLLM's Triton attention backend, `--attention-backend TRITON_ATTN` (older releases: "
-            "`VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1`), which supports sinks on every CUDA GPU.",
+            "vLLM's Triton attention backend, which supports them: `--attention-backend TRITON_ATTN` "
+            "(0.13.0 and later; the variable is not read from 0.15.0), `VLLM_ATTENTION_BACKEND=TRITON_ATTN` "
+            "before 0.13.0, `TRITON_ATTN_VLLM_V1` on 0.10.x (read in vLLM's published packages).",
             flags=[
                 flag("--attention-backend TRITON_ATTN", "set"),
-                flag("VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1", "set"),
+                flag("VLLM_ATTENTION_BACKEND=TRITON_ATTN", "set"),
             ],
             sources=_sources(hits, r"TRITON_ATTN", kb),
         )
