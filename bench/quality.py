@@ -237,7 +237,7 @@ class PipelineSystem:
         if answer.diagnosis is not None:
             for action in answer.diagnosis.actions:
                 parts += [action.text, action.label()]
-            verdict = self._cited(answer.diagnosis.problem, answer.diagnosis.sources)
+            verdict = self._cited(answer.diagnosis.problem)
         return Outcome(
             ranked=[issue.id for issue in answer.issues],
             high_confidence=any(issue.confidence == "high" for issue in answer.issues),
@@ -248,10 +248,7 @@ class PipelineSystem:
             gives_verdicts=True,
         )
 
-    def _cited(self, problem: str, shown: list[str]) -> list[str]:
+    def _cited(self, problem: str) -> list[str]:
         """Every thread the diagnosed problem cites (the answer shows at most six of them)."""
-        anchor = "reference/" + problem.removeprefix("references/")
-        found = self.engine._snapshot.problems.by_id.get(anchor)  # the bench reads the served generation
-        if found is None:
-            return list(shown)
-        return sorted({*found.sources, *found.fix_prs, *found.open_prs})
+        anchor = "reference/" + problem.removeprefix("references/")  # public_source, undone
+        return sorted(set(self.engine._snapshot.problems.by_id[anchor].threads))  # the served generation

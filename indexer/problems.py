@@ -134,6 +134,11 @@ class Problem(BaseModel):
     actions: tuple[Action, ...] = ()
     sources: tuple[str, ...] = Field(min_length=1)
 
+    @property
+    def threads(self) -> tuple[str, ...]:
+        """Every thread the problem cites: its sources, fix PRs and open PRs."""
+        return (*self.sources, *self.fix_prs, *self.open_prs)
+
 
 @dataclass
 class _Block:

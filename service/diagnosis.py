@@ -23,6 +23,7 @@ from indexer.signatures import normalize_signature
 from service.analysis.engines import ThreadEngines, engine_name, repo_engines
 from service.analysis.input import ParsedInput
 from service.answer import public_source
+from service.calibration import CALIBRATION
 from service.models import ActionOut, Confidence, DiagnosisOut, VerdictOut, VerdictStatus
 from service.versions import parse_version
 
@@ -48,12 +49,6 @@ def problem_id(problem: Problem) -> str:
     return problem.anchor
 
 
-AGREE_HITS = 1
-"""A section found by words at medium confidence is the diagnosis only when it cites the best-matching issue
-(above low confidence). Fitted on the tuning sets: on the outside set's tune half the share of verdicts that
-cite a labelled thread went from 0.42 to 0.67 (3 issues: 0.56); dev and dev-hard advice unchanged."""
-
-
 _QUESTION = re.compile(
     r"^(?:which|how|what|can|could|does|do|is|are|should|why|where|when)\b[^\n]{0,300}\?$", re.I
 )
@@ -77,7 +72,7 @@ class Problems:
                 key = normalize_signature(error)
                 if len(key) >= MIN_ERROR_CHARS:
                     self._errors.append((key, problem))
-            for source in [*problem.sources, *problem.fix_prs, *problem.open_prs]:
+            for source in problem.threads:
                 self._citing.setdefault(source, []).append(problem)
         # Longest first: the most specific error string wins ("Unknown role: user" over "Unknown role").
         self._errors.sort(key=lambda item: -len(item[0]))
@@ -153,10 +148,6 @@ class Problems:
         """Problems that cite a thread as a source, a fix or an open PR."""
         return self._citing.get(thread_id, [])
 
-    def cites(self, problem: Problem, thread_id: str) -> bool:
-        """True when ``problem`` cites the thread as a source, a fix or an open PR."""
-        return any(p is problem for p in self._citing.get(thread_id, ()))
-
 
 _EXCEPTION_CLASS = re.compile(r"^[\w.]{0,80}(?:error|exception)(?::\s*|$)")
 
@@ -194,7 +185,7 @@ def problem_engines(problem: Problem, threads: ThreadEngines) -> frozenset[str]:
     """The serving engines a problem's threads are about (its sources, fix and open PRs), by the index's
     reading of each thread (else its repository's name); empty for an engine-neutral problem."""
     found: set[str] = set()
-    for thread in (*problem.sources, *problem.fix_prs, *problem.open_prs):
+    for thread in problem.threads:
         engine = threads.engine.get(thread) or threads.repo_engine.get(thread.partition("#")[0])
         if engine is not None:
             found.add(engine)
@@ -263,12 +254,11 @@ def choose(
 
     def backed(problem: Problem, confidence: str) -> bool:
         # A section found by its words alone, at medium, must agree with the evidence: it cites one of
-        # the best-matching issues. Words a section shares with the input are weaker than the threads.
-        # A setup section (how to configure) answers a question by its words; a known issue needs threads.
-        # A question about setup ("which flags do I need ...?") is answered by the setup section's words.
+        # the best-matching issues, since words a section shares with the input are weaker than the
+        # threads. A question about setup ("which flags do I need ...?") goes by its section's words.
         if confidence == "high" or (problem.kind == "setup" and asks(parsed)):
             return True
-        return any(problems.cites(problem, h.doc.id) for h in hits[:AGREE_HITS])
+        return any(h.doc.id in problem.threads for h in hits[: CALIBRATION.verdict_agree_hits])
 
     if sections and not parsed.signatures and sections[0].confidence in floor:
         top = sections[0].doc.id
@@ -513,10 +503,11 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
                 # The verdict's own upgrade (to the release with the fix) replaces the doc's upgrade of the
                 # same package: its wording when the row names that very release; an earlier release (or
                 # none) the verdict's covers. Another package's upgrade is a step of its own.
-                if _same_release(action.value, upgrade.value):
+                order = _release_order(action.value, upgrade.value)
+                if order == 0:
                     upgrade = upgrade.model_copy(update={"text": action.text or upgrade.text})
                     continue
-                if not _later(action.value, upgrade.value):
+                if order != 1:
                     continue
             if status.status == "has-fix" or not _needs(action, parsed):
                 continue  # the user's version already is that release or newer
@@ -535,15 +526,12 @@ def _names_release(action: Action) -> bool:
     return parse_version(action.value) is not None
 
 
-def _same_release(a: str | None, b: str | None) -> bool:
+def _release_order(a: str | None, b: str | None) -> int | None:
+    """-1, 0 or 1 as release ``a`` is older than, the same as or newer than ``b``; None when either names none."""
     mine, theirs = parse_version(a or ""), parse_version(b or "")
-    return mine is not None and mine == theirs
-
-
-def _later(a: str | None, b: str | None) -> bool:
-    """True when release ``a`` is newer than ``b`` (a doc's upgrade past the verdict's: a step of its own)."""
-    mine, theirs = parse_version(a or ""), parse_version(b or "")
-    return mine is not None and theirs is not None and mine > theirs
+    if mine is None or theirs is None:
+        return None
+    return (mine > theirs) - (mine < theirs)
 
 
 def _needs(action: Action, parsed: ParsedInput | None) -> bool:
