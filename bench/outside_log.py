@@ -79,6 +79,31 @@ def _vllm_startup(rng: random.Random, ctx: dict[str, str]) -> list[str]:
     ]
 
 
+def _vllm_banner_startup(rng: random.Random, ctx: dict[str, str]) -> list[str]:
+    """vLLM 0.15.0+'s start-up in its default logger: the version only beside the logo, in block
+    characters under the record's prefix (made up in that shape, see ``service.versions``), and the
+    server's newer start line."""
+    head = _vllm_startup(rng, ctx)
+    api = f"(APIServer pid={ctx['pid']})"
+    t = head[1].split(" [", 1)[0].rsplit(" INFO ", 1)[1]
+    at = f"{api} INFO {t} [utils.py:299]"
+    b, u, d = "\u2588", "\u2580", "\u2584"  # full, upper-half and lower-half blocks
+    logo = [
+        f"{at} ",
+        f"{at}        {b}     {b}     {b}{d}   {d}{b}",
+        f"{at}  {d}{d} {d}{b} {b}     {b}     {b} {u}{d}{u} {b}  version {ctx['version']}",
+        f"{at}   {b}{d}{b}{u} {b}     {b}     {b}     {b}  model   {ctx['model']}",
+        f"{at}    {u}{u}  {u * 5} {u * 5} {u}     {u}",
+        f"{at} ",
+    ]
+    start = f"{api} INFO {t} [api_server/entry.py:139] Starting vLLM server on http://0.0.0.0:8000"
+    return [
+        head[0],
+        *logo,
+        *(start if "Starting vLLM API server" in line else line for line in head[2:]),
+    ]
+
+
 def _vllm_traffic() -> list[Line]:
     def api(c: dict[str, str]) -> str:
         return f"(APIServer pid={c['pid']})"
@@ -359,6 +384,7 @@ def _python_traffic() -> list[Line]:
 Startup = Callable[[random.Random, dict[str, str]], list[str]]
 LOGS: dict[str, tuple[Startup, Callable[[], list[Line]]]] = {
     "vllm": (_vllm_startup, _vllm_traffic),
+    "vllm-banner": (_vllm_banner_startup, _vllm_traffic),
     "sglang": (_sglang_startup, _sglang_traffic),
     "ollama": (_ollama_startup, _ollama_traffic),
     "llama.cpp": (_llamacpp_startup, _llamacpp_traffic),
@@ -369,6 +395,7 @@ LOGS: dict[str, tuple[Startup, Callable[[], list[Line]]]] = {
 PYTHON_SERVERS = {"lmdeploy": "lmdeploy", "mlx": "mlx_lm.server", "exo": "exo", "xinference": "xinference"}
 VERSIONS = {
     "vllm": "0.11.0",
+    "vllm-banner": "0.19.1",
     "sglang": "0.5.3",
     "ollama": "0.12.6",
     "llama.cpp": "b6680",

@@ -16,6 +16,7 @@ from service.analysis.distill import Distilled, distill, unwrap_log
 from service.analysis.engines import detect_client, detect_engines
 from service.analysis.needles import Needled
 from service.analysis.needles import folded as _folded
+from service.versions import VLLM_LOGO_VERSION
 
 MAX_QUERY_CHARS = 2000
 """The reduced query text never grows past this: long logs are reduced to their error lines."""
@@ -115,6 +116,8 @@ _VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}(?:[.+-]?(?:dev|rc|post|a|b)\d
 # Each pattern with the literals one of which its every match holds (service/analysis/needles.py): on a
 # long log most are absent, and the pattern is not run.
 _VERSION_PATTERNS: list[tuple[str, Needled]] = [
+    # vLLM 0.15.0+'s banner ("<logo>  version 0.19.1"): the start-up log's own word, so it comes first.
+    ("vllm", Needled(VLLM_LOGO_VERSION.pattern, ("version",), VLLM_LOGO_VERSION.flags)),
     ("vllm", Needled(r"\bvLLM\b[\w ]{0,20}? version " + _VERSION, (" version ",))),
     (
         "vllm",

@@ -23,7 +23,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from service.versions import parse_version
+from service.versions import VLLM_LOGO_VERSION, parse_version
 
 MAX_CHECK_CHARS = 262_144
 """The largest text ``check`` reads: a command, a request body or a config file is far smaller."""
@@ -85,11 +85,21 @@ _COMMAND = re.compile(
     r"\bvllm\s+(?:bench\s+)?serve\b|vllm\.entrypoints\.openai\.api_server|\bvllm/vllm-openai\b"
     r"|(?m:^\s*(?:\S*/)?guidellm\s)|\bbenchmark_serving\.py\b"
 )
-# vLLM's start-up line: "vLLM API server version X" up to 0.14.x, "vLLM server version X, serving model Y"
-# from 0.15.0 (read in the release packages).
+# vLLM's start-up line: "vLLM API server version X" up to 0.14.x; from 0.15.0 (read in the release
+# packages) the banner's "<logo>  version X" (service.versions.VLLM_LOGO_VERSION), or "vLLM server version
+# X, serving model Y" when VLLM_DISABLE_LOG_LOGO=1 or another logger formats it.
 _VERSION_LINE = re.compile(
     r"vLLM (?:API )?server version\s+(\d[\w.+-]{0,40})|\bvllm[=@:]{1,2}v?(\d[\w.+-]{1,40})", re.I
 )
+
+
+def _vllm_version(text: str) -> str | None:
+    """The vLLM version a command line or start-up log shows."""
+    if version := _VERSION_LINE.search(text):
+        return version.group(1) or version.group(2)
+    if version := VLLM_LOGO_VERSION.search(text):
+        return version.group(1)
+    return None
 
 
 def read_setup(text: str) -> Setup:
@@ -200,8 +210,8 @@ def _command_setup(text: str) -> Setup:
         except ValueError as exc:
             raise CheckInputError(f"cannot split this command line: {exc} (an unclosed quote?)") from None
         _read_words(words, setup)
-    if version := _VERSION_LINE.search(text):
-        setup.versions["vllm"] = version.group(1) or version.group(2)
+    if version := _vllm_version(text):
+        setup.versions["vllm"] = version
     setup.notes.append(f"command line: {len(setup.flags)} flags, {len(setup.env)} environment variables")
     if setup.program == "guidellm":
         setup.notes.append(
@@ -308,8 +318,8 @@ def _args_line_setup(body: str, text: str) -> Setup:
             setup.model = value
             continue
         setup.flags["--" + key.replace("_", "-")] = _flag_value(value)
-    if version := _VERSION_LINE.search(text):
-        setup.versions["vllm"] = version.group(1) or version.group(2)
+    if version := _vllm_version(text):
+        setup.versions["vllm"] = version
     setup.notes.append(f"start-up args line: {len(setup.flags)} non-default settings")
     return setup
 

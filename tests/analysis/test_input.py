@@ -41,6 +41,19 @@ def test_versions_flags_model_and_tokens_come_from_the_log() -> None:
     assert parsed.token_ids == [200002, 200006]
 
 
+def test_the_version_of_a_newer_vllm_log_comes_from_its_banner() -> None:
+    """vLLM 0.15.0+ writes its version only beside the start-up logo: a log pasted whole still tells it."""
+    banner = (
+        "(APIServer pid=7) INFO 11-27 10:00:01 [utils.py:299]  \u2584\u2584 \u2584\u2588 \u2588     \u2588     "
+        "\u2588 \u2580\u2584\u2580 \u2588  version 0.19.1\n"
+        "(APIServer pid=7) INFO 11-27 10:00:01 [utils.py:299]   \u2588\u2584\u2588\u2580 \u2588     \u2588     "
+        "\u2588     \u2588  model   openai/gpt-oss-120b\n"
+    )
+    parsed = parse_input(banner + BURIED_LOG.replace("vLLM API server version 0.10.1+gptoss", "Started"))
+    assert parsed.versions["vllm"] == "0.19.1"
+    assert parsed.query_text.startswith("openai_harmony.HarmonyError"), "the banner is no failure line"
+
+
 def test_client_wrapped_error_yields_the_servers_own_message() -> None:
     text = (
         "openai.InternalServerError: Error code: 500 - {'error': {'message': 'unexpected tokens remaining "

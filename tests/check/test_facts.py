@@ -64,6 +64,38 @@ def test_the_start_up_version_line_of_newer_vllm_is_read_too() -> None:
     assert str(setup.version("vllm")) == "0.18.1"
 
 
+# vLLM 0.15.0+'s default start-up banner: the version sits beside a logo drawn in block characters,
+# every line under the record's prefix (made up here in that shape; see service.versions).
+BANNER = (
+    "(APIServer pid=1) INFO 03-02 10:00:01 [utils.py:299]        \u2588     \u2588     \u2588\u2584   \u2584\u2588\n"
+    "(APIServer pid=1) INFO 03-02 10:00:01 [utils.py:299]  \u2584\u2584 \u2584\u2588 \u2588     \u2588     "
+    "\u2588 \u2580\u2584\u2580 \u2588  version {version}\n"
+    "(APIServer pid=1) INFO 03-02 10:00:01 [utils.py:299]   \u2588\u2584\u2588\u2580 \u2588     \u2588     "
+    "\u2588     \u2588  model   openai/gpt-oss-20b\n"
+    "(APIServer pid=1) INFO 03-02 10:00:01 [utils.py:326] non-default args: {{'model_tag': 'openai/gpt-oss-20b'}}"
+)
+
+
+@pytest.mark.parametrize(
+    ("version", "read"),
+    [("0.19.1", "0.19.1"), ("\x1b[1m0.33.0\x1b[0m", "0.33.0"), ("[1m0.15.1[0m", "0.15.1")],
+    ids=["plain", "ansi-escapes", "escapes-without-esc"],
+)
+def test_the_banner_of_vllm_0_15_and_later_gives_the_version(version: str, read: str) -> None:
+    """Unless VLLM_DISABLE_LOG_LOGO=1, vLLM 0.15.0+ prints no "server version" line, only the banner."""
+    setup = read_setup(BANNER.format(version=version))
+    assert setup.kind is InputKind.ARGS_LINE
+    assert str(setup.version("vllm")) == read
+
+
+def test_a_version_word_outside_the_banner_is_not_vllms() -> None:
+    setup = read_setup(
+        "(APIServer pid=1) INFO 03-02 [utils.py:326] non-default args: {'model_tag': 'openai/gpt-oss-20b'}\n"
+        "INFO 03-02 [tokenizer.py:10] tokenizer config version 2.1"
+    )
+    assert setup.version("vllm") is None
+
+
 def test_request_bodies_name_their_api() -> None:
     chat = read_setup(json.dumps({"model": "openai/gpt-oss-20b", "messages": [], "ignore_eos": True}))
     responses = read_setup(json.dumps({"model": "openai/gpt-oss-20b", "input": "hi"}))

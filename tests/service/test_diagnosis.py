@@ -146,6 +146,14 @@ def test_a_version_with_the_fix_is_told_to_look_elsewhere_and_gets_no_upgrade() 
     assert answer is not None and "upgrade" not in {a.kind for a in answer.actions}
 
 
+def test_the_banner_of_a_newer_vllm_log_gives_the_release_the_verdict_reads() -> None:
+    """vLLM 0.15.0+ names its version only beside the start-up logo; the verdict reads it there."""
+    banner = "(APIServer pid=1) INFO 11-27 10:00:01 [utils.py:299]  \u2588 \u2580\u2584\u2580 \u2588  version {}\n"
+    assert _verdict(_problem(), banner.format("0.14.1") + LINE).status == "has-fix"
+    older = _verdict(_problem(), banner.format("0.12.0") + LINE)
+    assert older.status != "has-fix" and "0.12.0" in older.text
+
+
 def test_no_release_with_a_fix_names_the_open_pr_and_never_upgrades() -> None:
     proposed = Action(kind="upgrade", target="vllm", value="0.14.0", when=("always",), text="Up.", sources=("o/r#3",))
     problem = _problem(status="open", fixed_in={}, fix_prs=(), open_prs=("o/r#3",))
