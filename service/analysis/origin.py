@@ -260,14 +260,30 @@ RULES: tuple[Rule, ...] = (
         tier=1,
     ),
     Rule(
+        "client",
+        "request-shape",
+        # HTTP's own split: a 4xx is the server refusing the request as sent. With no message a tier-0
+        # rule knows (a Harmony error a server returns as 400 is matched there first), the request's
+        # fields, parameters or model name are the first suspect. Before the generic server marker: the
+        # same line often holds a JSON error body too.
+        _rx(
+            r"Error code: 4\d\d|status code:? ?4\d\d|unexpected status 4\d\d|\bHTTP(?:/\d(?:\.\d)?\"?)? 4\d\d\b"
+            r"|\b4\d\d (?:Bad Request|Unprocessable)|\b4(?:00|22)(?=\s{0,2}[-:{])|BadRequestError"
+            r"|UnprocessableEntityError|invalid_request_error|\bINVALID_ARGUMENT\b"
+        ),
+        "the server refused the request as sent (HTTP 4xx) with no message these rules know: a field, a "
+        "parameter or the model name the client sends is the first suspect",
+        tier=1,
+    ),
+    Rule(
         "server",
         "other",
         _rx(
             r"serving_chat|serving_completion|serving\.py|entrypoints/openai|Error in request"
             r"|srv\s{1,8}send_error"
-            r"|[\"']error[\"']\s{0,8}:\s{0,8}\{|Error code: [45]\d\d|status code:? ?[45]\d\d"
-            r"|unexpected status [45]\d\d"
-            r"|HTTP/1\.1\" 5\d\d|InternalServerError|BadRequestError|ServiceUnavailable"
+            r"|[\"']error[\"']\s{0,8}:\s{0,8}\{|Error code: 5\d\d|status code:? ?5\d\d"
+            r"|unexpected status 5\d\d"
+            r"|HTTP/1\.1\" 5\d\d|InternalServerError|ServiceUnavailable"
             r"|Unsupported tool_call_parser"
             r"|EngineCore|\[core\.py|AssertionError|level=ERROR source=\w{1,80}\.go"
         ),
@@ -506,6 +522,10 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
             # gpt-oss output going wrong on an unnamed stack: the serving layer is the first suspect.
             prior["server"] = 0.5
     voted = _from_hits(hits, prior=prior, engines=parsed.failure_engines)
+    if found is not None and found.rule.side == "client":
+        # The server refused the request (a generic 4xx): what the client sent is the first suspect.
+        explanation = f"{found.rule.why} (seen: {found.text!r})."
+        return Origin(side="client", component=found.rule.category, explanation=explanation)
     if found is not None:
         # A generic server marker: the engine produced the error; the hits may name the component.
         component = voted[1] if voted is not None and voted[0] == "server" else found.rule.category

@@ -414,3 +414,36 @@ def test_a_stream_flag_switched_off_is_not_the_streaming_path(flag: str) -> None
     assert (origin.side, origin.component) == ("server", "other")  # the generic server rule, not streaming
     streamed = classify_origin(parse_input("openai.InternalServerError: Error code: 500 while streaming"), [])
     assert streamed.component == "streaming"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "openai.BadRequestError: Error code: 400 - {'message': 'frobnicate=False is not accepted here.', "
+        "'type': 'invalid_request_error', 'param': 'frobnicate'}",
+        "Failed to connect to the API: 400 Bad Request {\"error\":\"Expected 'mode' to be one of: 'a', 'b'\"}",
+        "google.genai.errors.ClientError: 400 INVALID_ARGUMENT. {'error': {'code': 400, 'message': "
+        "'Request contains an invalid argument.'}}",
+        "httpx.HTTPStatusError: Client error '422 Unprocessable Entity' for url "
+        "'http://localhost:8000/v1/chat/completions'",
+    ],
+    ids=["openai-sdk", "bad-request", "invalid-argument", "http-422"],
+)
+def test_a_request_the_server_refused_with_an_unknown_message_is_the_clients(text: str) -> None:
+    origin = classify_origin(parse_input(text), [])
+    assert (origin.side, origin.component) == ("client", "request-shape")
+    assert "4xx" in origin.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "openai.InternalServerError: Error code: 500 - {'error': {'message': 'frobnicate failed'}}",
+        # A Harmony error some vLLM releases return as 400 is the server's: the specific rule wins.
+        "openai.BadRequestError: Error code: 400 - {'message': 'Unexpected token 200002 while expecting "
+        "start token 200006', 'code': 400}",
+    ],
+    ids=["500", "harmony-400"],
+)
+def test_a_server_error_or_a_known_server_message_in_a_400_stays_the_servers(text: str) -> None:
+    assert classify_origin(parse_input(text), []).side == "server"
