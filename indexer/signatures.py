@@ -64,9 +64,16 @@ _WRAPPER = re.compile(
     r"(?:see (?:the )?(?:root cause|stack trace)|failed to start\.?$|root cause above|hit an exception|"
     r"^traceback \(most recent|direct cause of\b|during handling of the above|"
     r"^error in (?:chat completion|completion) (?:stream|full) generator|^exception in asgi application|"
-    r"^\^+$|^~+$)",
+    r"^\^+$|^~+$"
+    # PyTorch's standing advice under every CUDA error: it points at the error, it is not one.
+    r"|^cuda kernel errors might be asynchronously|^for debugging consider passing cuda_launch_blocking"
+    r"|^compile with .?torch_use_cuda_dsa)",
     re.I,
 )
+# Records vLLM writes at ERROR level when its engine dies that hold context, not a cause: its config and
+# the scheduler's state (vllm/logging_utils/dump_input.py, in every release read). Their words
+# (reasoning_parser=..., tool names) would read as a failure of their own; the error is another line.
+_CONTEXT_AT_ERROR = re.compile(r"^dumping (?:input data|scheduler output|scheduler stats)\b", re.I)
 # Messages embedded in a line: JSON/dict error bodies, Go key=value logs, "Error in request: ...".
 _EMBEDDED = [
     re.compile(r"""['"](?:message|detail|error|msg)['"]\s{0,3}:\s{0,3}(['"])(.{4,1500}?)(?<!\\)\1"""),
@@ -163,6 +170,8 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
     if after_frame or text.startswith(("^", "~")):
         is_raise = text.startswith(("raise", "assert"))
         return ("source", text) if is_raise else None
+    if _CONTEXT_AT_ERROR.match(text):
+        return None
     if _ACCESS_LOG.search(text):
         return ("access", text) if not text.rstrip().endswith(("200 OK", "201 Created")) else None
     if _WRAPPER.search(text):

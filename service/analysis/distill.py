@@ -108,9 +108,20 @@ _ENV_SECTION = re.compile(
     re.I,
 )
 _WORD = re.compile(r"[A-Za-z][a-z']{1,30}")
-_CODE_LIKE = re.compile(r"^\s{0,8}(?:File \"|at |\$ |>>>|#|//|\{|\}|\[|\]|def |class |import |from \S+ import)")
-# A command line (``vllm serve ... --chat-template x``): context, not the user's account of the failure.
-_COMMAND = re.compile(r"(?:^|\s)--[a-z][\w-]{1,40}|^\s{0,8}(?:sudo|export|docker|python3?|pip|uv|curl|vllm|ollama) ")
+_CODE_LIKE = re.compile(
+    r"^\s{0,8}(?:File \"|at |\$ |>>>|#|//|\{|\}|\[|\]|def |class |import |from \S+ import|Traceback \(most recent)"
+)
+# A command line (``vllm serve ... --chat-template x``, after a shell prompt ``user@host:~/dir# ``):
+# context, not the user's account of the failure.
+_COMMAND = re.compile(
+    r"(?:^|\s)--[a-z][\w-]{1,40}|^\s{0,8}(?:sudo|export|docker|python3?|pip|uv|curl|vllm|ollama) "
+    r"|^\s{0,8}[\w.-]{1,40}@[\w.-]{1,64}:\S{0,200}[#$] "
+)
+# A stack frame of a compiled program: an address (``+0x21f``, ``[0x72edb99cd82f]``, ``0x7fac7ac778fd``),
+# C++ scope (``tensorrt_llm::common``) or a Go method (``cobra.(*Command).Execute(``).
+_NATIVE_FRAME = re.compile(r"\+0x[0-9a-f]{1,16}\b|\b0x[0-9a-f]{6,16}\b|\w::\w|\.\(\*?\w{1,60}\)\.\w")
+# A Python traceback's frame line: the line under it is the source code it quotes.
+_PY_FRAME = re.compile(r'\bFile "[^"]{1,400}", line \d{1,7}')
 
 
 @dataclass
@@ -148,7 +159,7 @@ _MARKER = re.compile(r"<\|[a-z_]{1,20}\|>")
 
 
 def _is_prose(line: str) -> bool:
-    if _CODE_LIKE.match(line) or _COMMAND.search(line):
+    if _CODE_LIKE.match(line) or _COMMAND.search(line) or _NATIVE_FRAME.search(line):
         return False
     line = _MARKER.sub(" marker ", line)
     words = _WORD.findall(line)
@@ -250,6 +261,7 @@ def distill(text: str) -> Distilled:
     prose_chars = 0
     # Inside an environment section / a multi-line HTML comment / a fenced block (where "## x" is text).
     environment = comment = fenced = False
+    quoted = False  # the line before was a traceback frame: this one is the source code it quotes
     for number, raw in enumerate(text.splitlines()):
         if number >= MAX_LINES:
             break
@@ -289,7 +301,8 @@ def distill(text: str) -> Distilled:
         if _boilerplate(line) or (decorated and _info(line[:120])) or _env_dump(line):
             out.dropped += 1
             continue
-        if not decorated and prose_chars < MAX_PROSE_CHARS and _is_prose(line):
+        after_frame, quoted = quoted, 'File "' in line and _PY_FRAME.search(line) is not None
+        if not decorated and not after_frame and prose_chars < MAX_PROSE_CHARS and _is_prose(line):
             out.prose.append(line.strip())
             prose_chars += len(line)
             continue

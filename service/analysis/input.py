@@ -118,6 +118,9 @@ _VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}(?:[.+-]?(?:dev|rc|post|a|b)\d
 _VERSION_PATTERNS: list[tuple[str, Needled]] = [
     # vLLM 0.15.0+'s banner ("<logo>  version 0.19.1"): the start-up log's own word, so it comes first.
     ("vllm", Needled(VLLM_LOGO_VERSION.pattern, ("version",), VLLM_LOGO_VERSION.flags)),
+    # The engine core's own start-up and crash-dump records ("Initializing a V1 LLM engine (v0.22.0) with
+    # config", "Dumping input data for V1 LLM engine (v0.22.0)"), in every V1 release read.
+    ("vllm", Needled(r"\bV1 LLM engine \(" + _VERSION + r"\)", ("v1 llm engine (",))),
     ("vllm", Needled(r"\bvLLM\b[\w ]{0,20}? version " + _VERSION, (" version ",))),
     (
         "vllm",
@@ -159,7 +162,12 @@ _REQUEST_NAMES = (
     "parallel_tool_calls", "max_tokens", "max_completion_tokens", "min_tokens", "response_format", "background",
 )  # fmt: skip
 _ENV_PREFIXES = ("VLLM_", "TIKTOKEN_", "OLLAMA_", "CUDA_", "NCCL_", "TRITON_", "HF_", "CODEX_")
-_MODEL = re.compile(r"\b((?:[\w.-]{1,40}/)?gpt-oss-(?:20b|120b)[\w.:-]{0,40})", re.I)
+# "openai/gpt-oss-120b", "gpt-oss-20b-GGUF", Ollama's "gpt-oss:20b"; after "_" too ("openai_gpt-oss-20b"),
+# and a folder of a path is no owner ("/mnt/gpt-oss-120b" is gpt-oss-120b).
+_MODEL = re.compile(
+    r"(?<![A-Za-z0-9])((?:(?<![/\w.-])[\w.-]{1,40}/)?gpt-oss(?:-(?:20b|120b)[\w.:-]{0,40}|:(?:20b|120b|latest)\b))",
+    re.I,
+)
 _MODEL_TAG = re.compile(r"'model(?:_tag)?': '([^']{1,200})'")
 _TOKEN_ID = re.compile(r"\btokens? (?:id )?(\d{1,6})\b|\btoken_id[=: ]{1,3}(\d{1,6})\b", re.I)
 _TOKEN_LIST = re.compile(r"\[(\d{1,6}(?:, ?\d{1,6}){1,400})\]")
@@ -231,7 +239,7 @@ def _model(text: str, folded: str | None = None) -> str | None:
     tag = _MODEL_TAG.search(text) if "'model" in folded else None
     if tag:
         return tag.group(1)
-    match = _MODEL.search(text) if "gpt-oss-" in folded else None
+    match = _MODEL.search(text) if "gpt-oss" in folded else None
     # "gpt-oss-20b:latest" is an Ollama tag; the colon or dot of "serving gpt-oss-120b: tools ..." is not.
     return match.group(1).rstrip(":.-") if match else None
 

@@ -271,3 +271,24 @@ def test_a_log_of_json_records_reads_as_the_lines_they_stand_for() -> None:
     # A user's JSON request body among plain lines is not a log of records.
     body = '{"model": "gpt-oss-20b", "messages": [{"role": "user", "content": "hi"}]}\nreturns 500\nagain 500\n'
     assert unwrap_log(body) == body
+
+
+def test_stack_frames_source_lines_and_prompts_are_not_the_users_words() -> None:
+    """A traceback's quoted source line, a native or Go frame and a command behind a shell prompt read as
+    words, but none is what the user wrote (made-up frames in the shapes real pastes carry)."""
+    out = distill(
+        "Traceback (most recent call last):\n"
+        '  File "/opt/venv/lib/python3.12/site-packages/acme/serving.py", line 120, in create_reply\n'
+        "    return await self._handle_the_request_for_this_model(request, generator, model_name, tokenizer)\n"
+        "example.com/acme/cli.(*Command).Execute(...)\n"
+        "libacme-base.so(acme_print_backtrace+0x21f)[0x72edb99cd82f]\n"
+        "3       0x7fac7ac778fd acme::common::throwRuntimeError(char const*, int, char const*) + 97\n"
+        "mike@host:/project# python3 -m vllm.entrypoints.openai.api_server --model openai/gpt-oss-20b\n"
+        "After a few turns every tool call comes back as plain text in the answer.\n"
+    )
+    assert out.prose == ["After a few turns every tool call comes back as plain text in the answer."]
+
+
+def test_a_prose_line_after_a_frame_elsewhere_is_still_prose() -> None:
+    text = 'File "/x/y.py", line 3, in main\n    run()\nThe server stops answering after the first tool call here.\n'
+    assert distill(text).prose == ["The server stops answering after the first tool call here."]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from service.analysis.input import parse_input
 
 BURIED_LOG = """\
@@ -52,6 +54,30 @@ def test_the_version_of_a_newer_vllm_log_comes_from_its_banner() -> None:
     parsed = parse_input(banner + BURIED_LOG.replace("vLLM API server version 0.10.1+gptoss", "Started"))
     assert parsed.versions["vllm"] == "0.19.1"
     assert parsed.query_text.startswith("openai_harmony.HarmonyError"), "the banner is no failure line"
+
+
+@pytest.mark.parametrize(
+    ("text", "model"),
+    [
+        ("ollama run gpt-oss:20b then the runner stops", "gpt-oss:20b"),
+        ("[openai_gpt-oss-20b] Failed to generate", "gpt-oss-20b"),
+        ("--model /mnt/models/gpt-oss-120b --port 8001", "gpt-oss-120b"),
+        ("vllm serve openai/gpt-oss-120b: tools never arrive", "openai/gpt-oss-120b"),
+        ("pulled gpt-oss-20b:latest", "gpt-oss-20b:latest"),
+    ],
+    ids=["ollama-tag", "after-underscore", "path-folder-is-no-owner", "owner", "tag-after-name"],
+)
+def test_the_model_is_read_in_the_spellings_engines_use(text: str, model: str) -> None:
+    assert parse_input(text).model == model
+
+
+def test_the_engine_cores_own_records_give_the_vllm_version() -> None:
+    log = (
+        "(EngineCore_DP0 pid=9) INFO 11-27 10:00:02 [core.py:77] Initializing a V1 LLM engine (v0.22.0) with "
+        "config: model='openai/gpt-oss-120b', tokenizer='openai/gpt-oss-120b'\n"
+        + BURIED_LOG.replace("vLLM API server version 0.10.1+gptoss", "Started")
+    )
+    assert parse_input(log).versions["vllm"] == "0.22.0"
 
 
 def test_client_wrapped_error_yields_the_servers_own_message() -> None:
@@ -180,3 +206,24 @@ def test_a_pasted_response_says_what_its_fields_show() -> None:
     # An error line or the user's sentence says more than the fields: then they are not read.
     assert parse_input("ValueError: bad request\n" + leak).response_shows == []
     assert parse_input('{"choices":[{"message":{"content":"Hello!"}}]}').response_shows == []
+
+
+def test_vllms_crash_dump_is_context_and_the_cuda_hints_give_way_to_the_cuda_error() -> None:
+    """At an engine crash vLLM logs its config at ERROR level (words like reasoning_parser); PyTorch adds its
+    standing CUDA advice. Neither is the failure: the CUDA error leads the query."""
+    log = (
+        "(EngineCore_DP0 pid=9) ERROR 11-27 10:00:02 [dump_input.py:72] Dumping input data for V1 LLM engine "
+        "(v0.19.1) with config: model='openai/gpt-oss-120b', reasoning_parser='openai_gptoss', seed=0\n"
+        "(EngineCore_DP0 pid=9) ERROR 11-27 10:00:02 [dump_input.py:79] Dumping scheduler output for model "
+        "execution: SchedulerOutput(scheduled_new_reqs=[])\n"
+        "(EngineCore_DP0 pid=9) ERROR 11-27 10:00:02 [core.py:710] RuntimeError: CUDA error: an illegal memory "
+        "access was encountered\n"
+        "(EngineCore_DP0 pid=9) ERROR 11-27 10:00:02 [core.py:710] CUDA kernel errors might be asynchronously "
+        "reported at some other API call, so the stacktrace below might be incorrect.\n"
+        "(EngineCore_DP0 pid=9) ERROR 11-27 10:00:02 [core.py:710] For debugging consider passing "
+        "CUDA_LAUNCH_BLOCKING=1\n"
+    )
+    parsed = parse_input(log)
+    assert parsed.query_text.startswith("RuntimeError: CUDA error: an illegal memory access")
+    assert not any("Dumping" in s for s in parsed.signatures)
+    assert parsed.versions["vllm"] == "0.19.1"

@@ -45,7 +45,7 @@ EXAMPLES = [
     "requests.exceptions.ConnectionError", "ollama run gpt-oss:120b", "http://localhost:11434/api/chat",
     "server_args=ServerArgs(model_path='x')", "Prefill batch. #new-seq: 1", "Decode batch, #running-req: 2",
     "vLLM Version                 : 0.10.2", "vllm version\t: 0.11.0",
-    "\u2588 \u2580\u2584\u2580 \u2588  version 0.19.1",
+    "\u2588 \u2580\u2584\u2580 \u2588  version 0.19.1", "Initializing a V1 LLM engine (v0.22.0) with config:",
 ]  # fmt: skip
 
 
