@@ -53,6 +53,13 @@ _ERRORISH = re.compile(
     r"not supported|unsupported|Unsupported|Unexpected|unexpected|cannot|Cannot|unable|Unable|"
     r"unrecognized|no module named|No module named|not found|no \w{1,20} found)\b"
 )
+# A native crash: the C++ runtime's abort and its message, a signal, ggml's assertion. Read before the
+# source-line test: ``what(): ...`` and ``GGML_ASSERT(...)`` look like calls.
+_NATIVE_CRASH = re.compile(
+    r"^terminate called after throwing|^what\(\): |\bSIG(?:SEGV|ABRT|BUS|ILL|FPE)\b|\bsegmentation fault"
+    r"|\bGGML_ASSERT\(",
+    re.I,
+)
 _ACCESS_LOG = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" \d{3}')
 _LEVEL_ERROR = re.compile(r"(?:^|[\s\[(])(?:ERROR|CRITICAL|FATAL|level=ERROR|\[E\])(?:[\s\])]|$)")
 _LEVEL_WARN = re.compile(r"(?:^|[\s\[(])(?:WARNING|WARN|level=WARN|\[W\])(?:[\s\])]|$)")
@@ -148,6 +155,7 @@ _MAYBE = re.compile(
     r"error|exception|exit|interrupt|fail|fault|traceback|root cause|stack trace|direct cause|"
     r"handling of the above|http/|raise|assert|warn|critical|fatal|panic|invalid|supported|unexpected|"
     r"cannot|unable|unrecognized|no module|found|\[[ew]\]"
+    r"|terminate called|what\(\)|sigsegv|sigabrt|sigbus|sigill|sigfpe|segmentation|ggml_assert"
 )
 
 
@@ -178,7 +186,12 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
         return ("wrapper", text)
     if _EXCEPTION.match(text) or text.startswith("HarmonyError"):
         return ("exception", text)
-    if _SOURCE_LINE.match(text) and not _LEVEL_ERROR.search(raw[: len(raw) - len(text)]):
+    if _NATIVE_CRASH.search(text):
+        return ("error", text)
+    prefix = raw[: len(raw.rstrip()) - len(text)]
+    # A code line of a traceback relayed record by record keeps its indentation under the ERROR prefix
+    # ("... [core.py:710]     outputs = await ..."); a paste that starts mid-traceback has no frame above it.
+    if _SOURCE_LINE.match(text) and (not _LEVEL_ERROR.search(prefix) or prefix.endswith("  ")):
         return ("source", text) if ("raise" in text[:6] or text.startswith("assert")) else None
     level_part = raw[: max(0, len(raw) - len(text))] + " " + text[:12]
     errorish = bool(_ERRORISH.search(text))

@@ -98,12 +98,18 @@ class ParsedInput(BaseModel):
         """What names the failure itself: the failing lines and the user's sentences (no log context)."""
         return "\n".join([*[e.text for e in self.evidence if e.weight >= 1.0][:5], *self.prose, *self.plain[:5]])
 
-    def named_by_failure(self, engines: list[str], named: Callable[[str], Sequence[str | None]]) -> list[str]:
+    def named_by_failure(
+        self, engines: list[str], named: Callable[[str], Sequence[str | None]], records: Sequence[str] = ()
+    ) -> list[str]:
         """Which of ``engines`` the failure names: all of them, unless the input is a log whose failing
-        lines and sentences (``named`` reads their names) leave some only to the records around them."""
+        lines and sentences (``named`` reads their names) leave some only to the records around them.
+
+        ``records``: the failing lines as the log wrote them, their tags included: a record's own process
+        tag (vLLM's ``(APIServer pid=1)``) names the engine that failed, as the start-up lines do not.
+        """
         if not self.log_dump or not engines:
             return engines
-        found = named(self.failure_text)
+        found = named("\n".join([self.failure_text, *records]))
         return [e for e in engines if e in found]
 
     @property
@@ -446,7 +452,9 @@ def parse_input(text: str) -> ParsedInput:
         numbers=numbers,
         plain=distilled.plain if distilled.is_log_dump and not (strong or distilled.prose) else [],
     )
-    parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines)
+    rows = text.splitlines() if distilled.is_log_dump else []
+    records = [rows[e.position][:MAX_LINE] for e, _ in keyed if e.weight >= 1.0 and e.position < len(rows)][:5]
+    parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines, records)
     if told:  # the failure's engines are the ones the report's account names
         parsed.failure_engines = [e for e in parsed.failure_engines if e in told] or parsed.failure_engines
     return parsed

@@ -478,9 +478,28 @@ def _server_message(seen: str) -> bool:
     return _MESSAGE_SHAPE.search(seen) is not None
 
 
+def _only_wrapped(parsed: ParsedInput) -> str | None:
+    """The wrapper line of a paste whose failing lines only wrap the error ("Engine core initialization
+    failed. See root cause above."): the cause is in lines the paste leaves out. None otherwise (the caller
+    asks only when no rule reads a cause in the input's words)."""
+    if not parsed.log_dump or parsed.failure_found:
+        return None
+    return next((e.text for e in parsed.evidence if e.kind == "wrapper" and len(e.text) > 12), None)
+
+
 def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
     """Decide where the failure originates, with the component and a one-line explanation."""
     found = match_input(parsed)
+    wrapper = _only_wrapped(parsed) if found is None else None
+    if wrapper is not None:
+        return Origin(
+            side="unknown",
+            component="other",
+            explanation=(
+                f"The pasted lines only wrap the error ({wrapper[:160]!r}): its cause is in the lines before "
+                "them. Paste the log from the first traceback or ERROR line above."
+            ),
+        )
     client = _client_name(parsed)
     app = client is not None and client not in SDK_CLIENTS
     if (

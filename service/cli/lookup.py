@@ -149,7 +149,10 @@ def _sources_line(sources: list[str], base_url: str | None) -> str:
 
 
 def _no_match_text(answer: LookupResponse) -> str:
-    """Why nothing is confident: nothing close at all, or only related threads (shown as medium)."""
+    """Why nothing is confident: a log with no failing line, nothing close at all, or only related threads
+    (shown as medium)."""
+    if not answer.analysis.failure_found:
+        return f"no failing line to match. {answer.analysis.origin.explanation}"
     if any(issue.confidence == "medium" for issue in answer.issues):
         return "the issues below are related, but none is known to be this failure."
     return "no known issue is close to this error."

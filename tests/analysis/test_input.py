@@ -227,3 +227,41 @@ def test_vllms_crash_dump_is_context_and_the_cuda_hints_give_way_to_the_cuda_err
     assert parsed.query_text.startswith("RuntimeError: CUDA error: an illegal memory access")
     assert not any("Dumping" in s for s in parsed.signatures)
     assert parsed.versions["vllm"] == "0.19.1"
+
+
+def test_a_traceback_code_line_under_an_error_prefix_is_no_error_line() -> None:
+    """A paste that starts mid-traceback: the indented code line under vLLM's ERROR prefix is source code,
+    not the failure; the exception below it leads."""
+    log = (
+        "(APIServer pid=5) ERROR 11-27 10:00:02 [async_llm.py:551]     outputs = await engine_core.get_outputs()\n"
+        "(APIServer pid=5) ERROR 11-27 10:00:02 [async_llm.py:551] ValueError: acme went wrong in the parser\n"
+    )
+    parsed = parse_input(log)
+    assert parsed.signatures == ["ValueError: acme went wrong in the parser"]
+
+
+def test_native_crash_lines_are_error_lines() -> None:
+    text = (
+        "terminate called after throwing an instance of 'std::runtime_error'\n"
+        "  what():  Unexpected content at end of input\n"
+        "GGML_ASSERT(id >= 0 && id < n_expert) when running the 20b model\n"
+        "SIGSEGV: segmentation violation\n"
+    )
+    assert parse_input(text).signatures == [
+        "terminate called after throwing an instance of 'std::runtime_error'",
+        "what():  Unexpected content at end of input",
+        "GGML_ASSERT(id >= 0 && id < n_expert) when running the 20b model",
+        "SIGSEGV: segmentation violation",
+    ]
+
+
+def test_a_failing_records_own_tag_names_its_engine() -> None:
+    """vLLM's process tag on the failing record names the engine that failed; start-up lines alone do not."""
+    log = "\n".join(
+        [f"(APIServer pid=5) INFO 11-27 10:00:0{i} [loggers.py:123] Engine 000: Running: 1 reqs" for i in range(6)]
+        + ["(APIServer pid=5) ERROR 11-27 10:00:09 [serving.py:99] ValueError: acme went wrong in the parser"]
+    )
+    parsed = parse_input(log)
+    assert parsed.log_dump and parsed.failure_engines == ["vllm"]
+    buried = parse_input(log.rsplit("\n", 1)[0] + "\nollama: Error: acme went wrong in the runner")
+    assert buried.failure_engines == ["ollama"], "a line the user put there names its own engine"

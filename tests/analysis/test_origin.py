@@ -447,3 +447,18 @@ def test_a_request_the_server_refused_with_an_unknown_message_is_the_clients(tex
 )
 def test_a_server_error_or_a_known_server_message_in_a_400_stays_the_servers(text: str) -> None:
     assert classify_origin(parse_input(text), []).side == "server"
+
+
+def test_a_paste_whose_lines_only_wrap_the_error_asks_for_the_lines_above() -> None:
+    log = "\n".join(
+        [f"(EngineCore pid=5) INFO 11-27 10:00:0{i} [core.py:77] Loading weights took 1.{i} seconds" for i in range(6)]
+        + [
+            "(APIServer pid=1) ERROR 11-27 10:00:09 [api_server.py:99] RuntimeError: Engine core initialization "
+            "failed. See root cause above. Failed core proc(s): {}"
+        ]
+    )
+    parsed = parse_input(log)
+    assert not parsed.failure_found
+    origin = classify_origin(parsed, [])
+    assert origin.side == "unknown"
+    assert "Engine core initialization failed" in origin.explanation and "lines before" in origin.explanation

@@ -70,6 +70,21 @@ def test_lookup_readable_output_says_when_nothing_matches(live_app: LiveServer) 
     assert "No confident match" in result.stdout
 
 
+def test_lookup_asks_for_the_lines_above_when_a_log_only_wraps_the_error(live_app: LiveServer) -> None:
+    log = "\n".join(
+        [f"(EngineCore pid=5) INFO 11-27 10:00:0{i} [core.py:77] Loading weights took 1.{i} seconds" for i in range(6)]
+        + [
+            "(APIServer pid=1) ERROR 11-27 10:00:09 [api_server.py:9] RuntimeError: Engine core initialization failed. "
+            "See root cause above. Failed core proc(s): {}"
+        ]
+    )
+    result = CliRunner().invoke(main, ["lookup", "--url", live_app.url, "-"], input=log, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("No confident match: no failing line to match. The pasted lines only wrap"), first
+    assert "first traceback or ERROR line above" in result.stdout
+
+
 def test_lookup_says_first_when_the_input_is_about_another_model(live_app: LiveServer) -> None:
     error = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
     result = CliRunner().invoke(main, ["lookup", "--url", live_app.url, f"vllm serve Qwen/QwQ-32B\n{error}"])
