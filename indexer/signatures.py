@@ -29,6 +29,7 @@ _PREFIXES = [
     re.compile(r"^\[[\w./-]{1,80}:\d{1,6}\] ?"),  # [serving_chat.py:1145]
     re.compile(r"^source=[\w./-]{1,80}:\d{1,6} "),
     re.compile(r"^\[[\w .-]{1,20}\] "),  # [TRT-LLM]
+    re.compile(r"^\d{1,5}\.\d\d\.\d{3}\.\d{3} (?=[IWED] )"),  # llama.cpp's common log: "0.26.891.979 I srv ..."
 ]
 _ANY_PREFIX = re.compile("|".join(p.pattern for p in _PREFIXES))
 """Any one decoration at the start: a line that has none (most, once stripped) costs one match, not 14."""
@@ -61,9 +62,11 @@ _NATIVE_CRASH = re.compile(
     re.I,
 )
 _ACCESS_LOG = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" \d{3}')
-_LEVEL_ERROR = re.compile(r"(?:^|[\s\[(])(?:ERROR|CRITICAL|FATAL|level=ERROR|\[E\])(?:[\s\])]|$)")
-_LEVEL_WARN = re.compile(r"(?:^|[\s\[(])(?:WARNING|WARN|level=WARN|\[W\])(?:[\s\])]|$)")
-_LEVEL_INFO = re.compile(r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG)(?:[\s\])]|$)")
+# llama.cpp's common log writes the level as one letter after its timestamp ("0.26.891.979 E ...").
+_LLAMA_LEVEL = r"|^\d{1,5}\.\d\d\.\d{3}\.\d{3} "
+_LEVEL_ERROR = re.compile(r"(?:^|[\s\[(])(?:ERROR|CRITICAL|FATAL|level=ERROR|\[E\])(?:[\s\])]|$)" + _LLAMA_LEVEL + "E ")
+_LEVEL_WARN = re.compile(r"(?:^|[\s\[(])(?:WARNING|WARN|level=WARN|\[W\])(?:[\s\])]|$)" + _LLAMA_LEVEL + "W ")
+_LEVEL_INFO = re.compile(r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG)(?:[\s\])]|$)" + _LLAMA_LEVEL + "[ID] ")
 _FRAME = re.compile(r'^File "([^"]{1,400})", line \d{1,7}, in ([\w<>.]{1,120})')
 _SOURCE_LINE = re.compile(r"^(?:raise|assert|return|await|self\.|[\w.]{1,80} = |[\w.]{1,80}\()")
 # Messages that wrap the real error: they say "see above" and carry no cause of their own.

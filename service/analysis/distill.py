@@ -36,9 +36,13 @@ _DECORATED = re.compile(
     # ``[I]``); a bracketed word before plain words is an issue title's tag (``[Bug] ...``), not a record.
     r"|\[(?=[^\]]{0,40}[\d.:/_-])[\w .:/-]{1,40}\] |\[[A-Za-z ]{1,40}\] (?=\d)|\[[A-Z]\] "
     # A C-style "function: message" record (llama.cpp: ``srv    load_model: ...``, ``ggml_cuda_init: ...``).
-    r"|[a-z]{2,12} {1,12}[a-z_]{2,40}: |[a-z][a-z0-9]{1,20}_[a-z0-9_]{1,40}: |[a-z]{2,12}: )"
+    r"|[a-z]{2,12} {1,12}[a-z_]{2,40}: |[a-z][a-z0-9]{1,20}_[a-z0-9_]{1,40}: |[a-z]{2,12}: "
+    # llama.cpp's common log: a minutes.seconds.ms.us timestamp and a one-letter level.
+    r"|\d{1,5}\.\d\d\.\d{3}\.\d{3} [IWED] )"
 )
-_INFO = re.compile(r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG|\[I\])(?:[\s\]):]|$)")
+_INFO = re.compile(
+    r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG|\[I\])(?:[\s\]):]|$)|^\d{1,5}\.\d\d\.\d{3}\.\d{3} [ID] "
+)
 # Lines that are never the failure, whatever words they hold: records that start like an env dump, a
 # package list, Gin's access log or llama.cpp's timings, and records holding a metrics or access-log phrase.
 _BOILERPLATE_START = re.compile(
@@ -49,6 +53,7 @@ _BOILERPLATE_START = re.compile(
 _BOILERPLATE_ANYWHERE = re.compile(
     r"throughput: \d|KV cache usage|Running: \d{1,6} reqs|prefix cache hit rate"
     r"|(?:Prefill|Decode) batch[.,] #|throughput \(token/s\): \d"  # SGLang's batch metrics
+    r"|\| (?:prompt )?eval time = "  # llama.cpp's per-request timings inside a slot record
     r'|"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" [23]\d\d'
 )
 _ANYWHERE_LITERALS = (
@@ -60,9 +65,10 @@ _ANYWHERE_LITERALS = (
     "Prefill batch",
     "Decode batch",
     "throughput (token/s): ",
+    "eval time = ",
 )
 """One of these is in every match of ``_BOILERPLATE_ANYWHERE``: a line without any is not searched."""
-_INFO_LITERALS = ("INFO", "DEBUG", "[I]")
+_INFO_LITERALS = ("INFO", "DEBUG", "[I]", " I ", " D ")
 """One of these is in every match of ``_INFO``."""
 
 
@@ -177,6 +183,10 @@ def _is_prose(line: str) -> bool:
 # is the engine's own line, which the patterns here and in indexer.signatures read.
 _COLLECTORS = (
     re.compile(r"^[\w.-]{1,60} {0,12}\| ?", re.M),
+    # kubectl logs --prefix ("[pod/name/container] "), stern's "<pod> <container> " (a pod of a
+    # Deployment ends in its ReplicaSet's hash and a five-character suffix).
+    re.compile(r"^\[pod/[\w.-]{1,253}/[\w.-]{1,63}\] ", re.M),
+    re.compile(r"^[a-z0-9][a-z0-9.-]{0,200}-[a-z0-9]{5} [a-z0-9][a-z0-9-]{0,62} ", re.M),
     re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d) ", re.M),
     re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,64} [\w.@/-]{1,64}(?:\[\d{1,10}\])?: ", re.M),
 )

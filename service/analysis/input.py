@@ -167,6 +167,14 @@ _REQUEST_NAMES = (
     "tool_choice", "reasoning_effort", "ignore_eos", "stream", "store", "include_stop_str_in_output",
     "parallel_tool_calls", "max_tokens", "max_completion_tokens", "min_tokens", "response_format", "background",
 )  # fmt: skip
+# Words before a variable's name when a library advises setting it rather than the user having set it:
+# PyTorch's CUDA advice, NCCL's and Hugging Face's hints.
+_ENV_HINT = re.compile(
+    r"(?:consider (?:passing|setting)|run with|(?:please|you can|try) set(?:ting)?(?: an?)?)\s+\W?$", re.I
+)
+# Ollama's start-up record lists its variables as a Go map: ``env="map[OLLAMA_DEBUG:INFO HF_HOME: ...]"``.
+_ENV_MAP_PAIR = re.compile(r":([^\s\]\"]{0,120})")
+_ENV_MAP_UNSET = frozenset({"", "false", "0", "[]", "map[]", "0s"})
 _ENV_PREFIXES = ("VLLM_", "TIKTOKEN_", "OLLAMA_", "CUDA_", "NCCL_", "TRITON_", "HF_", "CODEX_")
 # "openai/gpt-oss-120b", "gpt-oss-20b-GGUF", Ollama's "gpt-oss:20b"; after "_" too ("openai_gpt-oss-20b"),
 # and a folder of a path is no owner ("/mnt/gpt-oss-120b" is gpt-oss-120b).
@@ -234,6 +242,14 @@ def _flags(text: str) -> list[str]:
             break
     for match in _ENV_VAR.finditer(head) if not full() and any(n in head for n in _ENV_PREFIXES) else ():
         key, value = match.groups()
+        line_start = head.rfind("\n", 0, match.start()) + 1
+        if _ENV_HINT.search(head[max(line_start, match.start() - 80) : match.start()]):
+            continue  # a library's advice names the variable ("consider passing CUDA_LAUNCH_BLOCKING=1")
+        in_map = value is None and "map[" in head[line_start : match.start()]
+        if in_map and (pair := _ENV_MAP_PAIR.match(head, match.end())) is not None:
+            if pair.group(1).lower() in _ENV_MAP_UNSET:
+                continue  # Ollama's start-up map lists every variable, unset and default ones too
+            value = pair.group(1)
         flags[f"{key}={value}" if value else key] = None
         if full():
             break

@@ -292,3 +292,32 @@ def test_stack_frames_source_lines_and_prompts_are_not_the_users_words() -> None
 def test_a_prose_line_after_a_frame_elsewhere_is_still_prose() -> None:
     text = 'File "/x/y.py", line 3, in main\n    run()\nThe server stops answering after the first tool call here.\n'
     assert distill(text).prose == ["The server stops answering after the first tool call here."]
+
+
+def test_llama_cpps_newer_log_format_reads_as_records_with_levels() -> None:
+    """llama.cpp's common log: "<minutes>.<seconds>.<ms>.<us> <level letter> <subsystem> ..." (made-up lines)."""
+    log = "\n".join(
+        [
+            "0.26.895.588 I srv          main: model loaded",
+            "0.26.895.595 I srv          main: server is listening on http://127.0.0.1:8080",
+            "0.39.870.990 I srv  params_from_: Chat format: peg-native",
+            "0.39.871.342 I slot launch_slot_: id  0 | task 0 | processing task, is_child = 0",
+            "0.41.269.512 I slot print_timing: id  0 | task 0 | prompt eval time =     638.27 ms /    13 tokens",
+            "0.41.269.600 E srv    send_error: task id = 0, error: acme failed to parse the tool call",
+        ]
+    )
+    out = distill(log)
+    assert out.is_log_dump and out.prose == [] and out.kept == [
+        "0.41.269.600 E srv    send_error: task id = 0, error: acme failed to parse the tool call"
+    ]
+    parsed = parse_input(log)
+    assert parsed.signatures[0].startswith("srv    send_error: task id = 0, error: acme failed")
+
+
+def test_kubernetes_log_prefixes_are_unwrapped() -> None:
+    record = "(APIServer pid=1) ERROR 10-27 22:25:30 [serving.py:99] ValueError: acme went wrong in the parser"
+    info = "(APIServer pid=1) INFO 10-27 22:25:29 [loggers.py:123] Engine 000: Running: 1 reqs"
+    for prefix in ("decode-6c8f9c4df6-vh88z vllm ", "[pod/decode-0/vllm] "):
+        parsed = parse_input("\n".join([prefix + info] * 4 + [prefix + record]))
+        assert parsed.signatures[0] == "ValueError: acme went wrong in the parser", prefix
+        assert parsed.failure_engines == ["vllm"], prefix

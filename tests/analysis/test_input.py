@@ -265,3 +265,26 @@ def test_a_failing_records_own_tag_names_its_engine() -> None:
     assert parsed.log_dump and parsed.failure_engines == ["vllm"]
     buried = parse_input(log.rsplit("\n", 1)[0] + "\nollama: Error: acme went wrong in the runner")
     assert buried.failure_engines == ["ollama"], "a line the user put there names its own engine"
+
+
+def test_env_vars_a_library_advises_are_not_the_users_settings() -> None:
+    text = (
+        "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+        "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+        "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+        "Please set a HF_TOKEN to enable higher rate limits and faster downloads.\n"
+        "export VLLM_USE_V1=0\n"
+    )
+    assert parse_input(text).flags == ["VLLM_USE_V1=0"]
+
+
+def test_ollamas_env_map_gives_the_values_that_are_set() -> None:
+    line = (
+        'time=2026-11-27T10:00:00Z level=INFO source=routes.go:1 msg="server config" env="map[CUDA_VISIBLE_DEVICES: '
+        'OLLAMA_CONTEXT_LENGTH:65536 OLLAMA_FLASH_ATTENTION:true OLLAMA_INTEL_GPU:false OLLAMA_KEEP_ALIVE:5m0s]"'
+    )
+    assert parse_input(line).flags == [
+        "OLLAMA_CONTEXT_LENGTH=65536",
+        "OLLAMA_FLASH_ATTENTION=true",
+        "OLLAMA_KEEP_ALIVE=5m0s",
+    ]
