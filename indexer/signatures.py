@@ -206,6 +206,20 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
         return ("error", text) if ("error" in text.lower() and ("msg=" in text or "failed" in text)) else None
     if errorish:
         return ("error", text)
+    return _quoted_error(text)
+
+
+_QUOTED = re.compile(r"`([^`\n]{8,400})`")
+
+
+def _quoted_error(text: str) -> tuple[str, str] | None:
+    """An exception a sentence quotes in backticks ("I get `AssertionError: Sinks are only supported`")."""
+    if "`" not in text:
+        return None
+    for match in _QUOTED.finditer(text):
+        quoted = match.group(1).strip()
+        if _EXCEPTION.match(quoted) or quoted.startswith("HarmonyError"):
+            return ("exception", quoted)
     return None
 
 

@@ -288,3 +288,10 @@ def test_ollamas_env_map_gives_the_values_that_are_set() -> None:
         "OLLAMA_FLASH_ATTENTION=true",
         "OLLAMA_KEEP_ALIVE=5m0s",
     ]
+
+
+def test_an_exception_a_sentence_quotes_in_backticks_is_a_signature() -> None:
+    parsed = parse_input("Starting the server I get `AssertionError: acme sinks are not here` on my 4090")
+    assert parsed.signatures == ["AssertionError: acme sinks are not here"]
+    assert parsed.prose, "the sentence around it is still the user's account"
+    assert parse_input("I set `--tool-call-parser openai` and `tool_choice=auto` as documented").signatures == []
