@@ -204,6 +204,24 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u202a-\u202e\u2066-\u206
 """Control characters other than tabs and line ends, and bidirectional overrides: never part of a message."""
 
 
+# LM Studio's server log writes a record on two lines: its time and level, then the message on the next
+# line (``2025-08-28 01:22:58 [ERROR]`` / `` [openai_gpt-oss-20b] Failed to ...``).
+_SPLIT_RECORD = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s{1,4}\[(?:INFO|ERROR|WARN|WARNING|DEBUG)\])[ \t]*\r?\n[ \t]*(?=\S)", re.M
+)
+SPLIT_RECORDS = 3
+"""Two-line records an input needs before they are joined: a lone one may be the user's own layout."""
+
+
+def _join_split_records(text: str) -> str:
+    """LM Studio's two-line records as one line each (its level then stands beside its message)."""
+    if "]\n" not in text and "]\r\n" not in text and "] \n" not in text:
+        return text
+    if len(_SPLIT_RECORD.findall(text[:COLLECTOR_CHARS], 0)) < SPLIT_RECORDS:
+        return text
+    return _SPLIT_RECORD.sub(r"\1 ", text)
+
+
 def unwrap_log(text: str) -> str:
     """``text`` without terminal colour codes or other control characters, and without the prefix a log
     collector put on its lines when most of its lines carry one.
@@ -216,6 +234,7 @@ def unwrap_log(text: str) -> str:
         text = _ANSI.sub("", text)
     if _CONTROL.search(text) is not None:
         text = _CONTROL.sub("", text)
+    text = _join_split_records(text)
     for _ in range(3):
         sample = [line for line in text[:COLLECTOR_CHARS].splitlines() if line.strip()][:COLLECTOR_SAMPLE]
         if len(sample) < 3:

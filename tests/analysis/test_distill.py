@@ -321,3 +321,28 @@ def test_kubernetes_log_prefixes_are_unwrapped() -> None:
         parsed = parse_input("\n".join([prefix + info] * 4 + [prefix + record]))
         assert parsed.signatures[0] == "ValueError: acme went wrong in the parser", prefix
         assert parsed.failure_engines == ["vllm"], prefix
+
+
+def test_lm_studios_two_line_records_read_as_one_record_each() -> None:
+    """LM Studio's log writes time and level on one line and the message on the next (made-up messages)."""
+    log = "\n".join(
+        [
+            "2026-11-27 01:22:15  [INFO]",
+            " [LM STUDIO SERVER] Running chat completion on conversation with 4 messages.",
+            "2026-11-27 01:22:20  [INFO]",
+            " [acme-model] Start thinking...",
+            "2026-11-27 01:22:49  [INFO]",
+            " [acme-model] Done thinking.",
+            "2026-11-27 01:22:50  [INFO]",
+            " [acme-model] Start to generate a tool call...",
+            "2026-11-27 01:22:52  [INFO]",
+            " [acme-model] Tool name generated:  get_weather",
+            "2026-11-27 01:22:58 [ERROR]",
+            " [acme-model] Failed to parse tool call: acme end of content.",
+        ]
+    )
+    parsed = parse_input(log)
+    assert parsed.log_dump and parsed.signatures[0].endswith("Failed to parse tool call: acme end of content.")
+    assert parsed.prose == [] and "Start thinking" not in parsed.query_text
+    lone = "2026-11-27 01:22:58 [ERROR]\n [acme-model] Failed to parse tool call: acme end of content."
+    assert parse_input(lone).text == lone, "one such pair alone is left as written"
