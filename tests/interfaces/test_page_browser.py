@@ -266,6 +266,20 @@ def test_no_confident_match_is_said_plainly(page: Any, live_app: Any) -> None:
     assert page.locator(".issue-title").inner_text() == "weak candidate"
 
 
+def test_a_log_with_no_failing_line_says_so_and_what_to_paste(page: Any, live_app: Any) -> None:
+    page.goto(live_app.url + "/")
+    answer = _answer(issues=[], no_confident_match=True, fixes=[])
+    answer["analysis"] |= {
+        "failure_found": False,
+        "origin": {"side": "unknown", "component": "other", "explanation": "Paste the lines <b>above</b>."},
+    }
+    _fake_lookup(page, answer)
+    _submit(page, "a log")
+    assert page.locator("#no-match").inner_text() == (
+        "No confident match. No failing line to match. Paste the lines <b>above</b>."
+    )
+
+
 def test_an_input_about_another_model_is_said_first(page: Any, live_app: Any) -> None:
     page.goto(live_app.url + "/")
     note = "The input is about Qwen, with no gpt-oss or Harmony sign."

@@ -186,11 +186,16 @@
     const issues = answer.issues || [];
     const parts = [];
     if (!confident(answer)) {
-      parts.push(el("p", { class: "panel notice", id: "no-match", role: "note" },
-        el("strong", {}, "No confident match. "),
-        issues.length
+      const analysis = answer.analysis || {};
+      const origin = analysis.origin || {};
+      // A log with no failing line: say that, and what the origin reading asks for (the lines above a wrapper).
+      const why = analysis.failure_found === false
+        ? `No failing line to match. ${origin.explanation || ""}`
+        : issues.length
           ? "None of the known issues is close to this input; the weak candidates below are shown for reference only."
-          : "None of the known issues is close to this input."));
+          : "None of the known issues is close to this input.";
+      parts.push(el("p", { class: "panel notice", id: "no-match", role: "note" },
+        el("strong", {}, "No confident match. "), why));
     }
     if (issues.length) parts.push(el("ol", { class: "issues" }, issues.map(renderIssue)));
     return section("Known issues", parts);
