@@ -12,8 +12,8 @@ _VERSION = re.compile(r"v?(\d{1,4}(?:\.\d{1,6}){1,3}(?:\.?(?:dev|rc|post)\d{0,8}
 # vLLM's start-up banner from 0.15.0 (read in the release packages): unless VLLM_DISABLE_LOG_LOGO=1 or
 # another logger formats the record, the version is not on a "vLLM server version X" line but beside a
 # logo drawn in block characters, every line under the record's prefix:
-#   (APIServer pid=1) INFO 11-27 10:00:01 [utils.py:299]  <blocks>  version 0.19.1
-#   (APIServer pid=1) INFO 11-27 10:00:01 [utils.py:299]  <blocks>  model   openai/gpt-oss-120b
+#   <record prefix> [utils.py:299]  <blocks>  version 0.19.1
+#   <record prefix> [utils.py:299]  <blocks>  model   openai/gpt-oss-120b
 # The coloured form wraps the value in ANSI escapes; pasted from a terminal they are gone, from a raw
 # capture they may stay (with or without the escape character itself).
 VLLM_LOGO_VERSION = re.compile(

@@ -105,7 +105,7 @@ class ParsedInput(BaseModel):
         lines and sentences (``named`` reads their names) leave some only to the records around them.
 
         ``records``: the failing lines as the log wrote them, their tags included: a record's own process
-        tag (vLLM's ``(APIServer pid=1)``) names the engine that failed, as the start-up lines do not.
+        tag (vLLM's API server or engine core tag) names the engine that failed, as the start-up lines do not.
         """
         if not self.log_dump or not engines:
             return engines
@@ -124,8 +124,8 @@ _VERSION = r"v?(\d{1,3}\.\d{1,4}(?:\.\d{1,6}){0,2}(?:[.+-]?(?:dev|rc|post|a|b)\d
 _VERSION_PATTERNS: list[tuple[str, Needled]] = [
     # vLLM 0.15.0+'s banner ("<logo>  version 0.19.1"): the start-up log's own word, so it comes first.
     ("vllm", Needled(VLLM_LOGO_VERSION.pattern, ("version",), VLLM_LOGO_VERSION.flags)),
-    # The engine core's own start-up and crash-dump records ("Initializing a V1 LLM engine (v0.22.0) with
-    # config", "Dumping input data for V1 LLM engine (v0.22.0)"), in every V1 release read.
+    # The engine core's own start-up and crash-dump records, which give the release in parentheses after
+    # the engine's name (in every V1 release read).
     ("vllm", Needled(r"\bV1 LLM engine \(" + _VERSION + r"\)", ("v1 llm engine (",))),
     ("vllm", Needled(r"\bvLLM\b[\w ]{0,20}? version " + _VERSION, (" version ",))),
     (

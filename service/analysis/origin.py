@@ -479,8 +479,8 @@ def _server_message(seen: str) -> bool:
 
 
 def _only_wrapped(parsed: ParsedInput) -> str | None:
-    """The wrapper line of a paste whose failing lines only wrap the error ("Engine core initialization
-    failed. See root cause above."): the cause is in lines the paste leaves out. None otherwise (the caller
+    """The wrapper line of a paste whose failing lines only wrap the error (an exception that points at a
+    root cause logged before it): the cause is in lines the paste leaves out. None otherwise (the caller
     asks only when no rule reads a cause in the input's words)."""
     if not parsed.log_dump or parsed.failure_found:
         return None
