@@ -21,6 +21,7 @@ from indexer.trust import trust_level
 from service.analysis.input import ParsedInput
 from service.analysis.needles import Needled, folded
 from service.analysis.origin import categorize, text_window
+from service.flag_names import vllm_flag
 from service.models import FlagAction, FlagOut
 from service.versions import parse_version
 
@@ -55,7 +56,7 @@ def flag(text: str, action: FlagAction) -> FlagOut:
 
 # --- what the input shows --------------------------------------------------------------------------
 
-_CLI_FLAG = re.compile(r"--([a-z][a-z0-9-]{1,60})(?:[= ]+([\w./:-]{1,80}))?")
+_CLI_FLAG = re.compile(r"--([a-z][a-z0-9_-]{1,60})(?:[= ]+([\w./:-]{1,80}))?")
 _ARGS_KEY = re.compile(r"'([a-z][a-z0-9_]{1,60})':\s{0,4}'?([\w./:-]{1,80})")
 _TOOL_CHOICE = Needled(
     r"(?<![\w])tool_choice[\"']?\s{0,3}[=:]\s{0,3}[\"'{]?\s{0,3}([\w\"':]{1,40})", ("tool_choice",), re.I
@@ -103,9 +104,11 @@ def seen_flags(parsed: ParsedInput, window: InputWindow | None = None) -> dict[s
     found: dict[str, str] = {}
     lines = [*parsed.flags, *_command_lines(window)]
     for text in lines:
+        ours = "vllm" in text.lower() or text in parsed.flags  # parsed.flags are already vLLM's spelling
         for match in _CLI_FLAG.finditer(text):
             value = match.group(2) or "true"
-            found.setdefault(match.group(1), "true" if value.startswith("-") else value)
+            name = vllm_flag("--" + match.group(1))[2:] if ours else match.group(1)
+            found.setdefault(name, "true" if value.startswith("-") else value)
     for match in _ARGS_KEY.finditer(window.text):
         found.setdefault(match.group(1).replace("_", "-"), match.group(2))
     windows = [window.text] if _TOOL_CHOICE.possible(window.low) else []

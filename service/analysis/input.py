@@ -16,6 +16,7 @@ from service.analysis.distill import Distilled, distill, unwrap_log
 from service.analysis.engines import detect_client, detect_engines
 from service.analysis.needles import Needled
 from service.analysis.needles import folded as _folded
+from service.flag_names import vllm_flag
 from service.versions import VLLM_LOGO_VERSION
 
 MAX_QUERY_CHARS = 2000
@@ -149,11 +150,31 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
     ("ollama", Needled(r"\bollama(?: version is)?[= :]{1,10}" + _VERSION, ("ollama=", "ollama ", "ollama:"), re.I)),
     ("vllm-mlx", Needled(r"\bvllm[-_]mlx(?: version)?[= :]{1,10}" + _VERSION, ("vllm-mlx", "vllm_mlx"), re.I)),
     ("cuda", Needled(r"\bCUDA(?: Version)?:? " + _VERSION, ("cuda ", "cuda:"))),
+    # llama.cpp's build number: llama-server's start-up "build: 6992 (aa3b7a90b) with ...", "--version"'s
+    # "version: 6992 (aa3b7a90b)", or a tag the user names ("llama.cpp b6680"); read as the tag, b6992.
+    ("llama.cpp", Needled(r"(?m:^\s{0,8}(?:build|version): (\d{3,5}) \([0-9a-f]{6,12}\))", ("build: ", "version: "))),
+    (
+        "llama.cpp",
+        Needled(
+            r"\bllama(?:\.cpp|-server|-cpp)[ :=@-]{1,3}b(\d{3,5})\b", ("llama.cpp", "llama-server", "llama-cpp"), re.I
+        ),
+    ),
+    (
+        "tensorrt-llm",
+        Needled(r"\bTensorRT[- ]LLM version:? " + _VERSION, ("tensorrt-llm version", "tensorrt llm version"), re.I),
+    ),
+    ("tensorrt-llm", Needled(r"\btensorrt[-_]llm[=: ]{1,3}" + _VERSION, ("tensorrt-llm", "tensorrt_llm"), re.I)),
+    (
+        "lm-studio",
+        Needled(r"\bLM ?Studio(?: version)?:? v?(\d{1,3}\.\d{1,4}\.\d{1,6})\b", ("lm studio", "lmstudio"), re.I),
+    ),
     # collect_env's "vLLM Version : X.Y.Z" (after the user's own mention, which wins).
     ("vllm", Needled(r"\bvLLM Version\s{0,40}:\s{0,4}" + _VERSION, ("vllm version",), re.I)),
 ]
 
-_CLI_FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9]{0,30}(?:-[a-z0-9]{1,30}){0,8})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?")
+_CLI_FLAG = re.compile(
+    r"(?<![\w-])(--[a-z][a-z0-9_]{0,30}(?:[-.][a-z0-9_]{1,30}){0,8})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?"
+)
 _ARG_DICT_ITEM = re.compile(r"'([a-z][a-z0-9_]{1,60})': ('[^']{0,200}'|True|False|-?\d[\d.]{0,20}|None)")
 _REQUEST_PARAM = re.compile(
     r"""(?<![\w])["']?(tool_choice|reasoning_effort|ignore_eos|stream|store|include_stop_str_in_output|"""
@@ -196,7 +217,7 @@ def _versions(text: str, folded: str | None = None) -> dict[str, str]:
             continue
         match = pattern.search(text, folded)
         if match:
-            found[name] = match.group(1)
+            found[name] = f"b{match.group(1)}" if name == "llama.cpp" else match.group(1)
     return found
 
 
@@ -204,7 +225,7 @@ MAX_FLAGS = 60
 """Flags kept per input; scanning stops once this many distinct ones are seen."""
 _FLAG_SCAN_CHARS = 200_000
 """Request params and env vars are looked for in this much of the input (they sit near the top)."""
-_SERVE_LINE = re.compile(r"\b(?:vllm|serve|api_server|sglang|launch_server|python3? -m)\b")
+_SERVE_LINE = re.compile(r"\b(?:vllm|serve|api_server|sglang|launch_server|python3? -m|llama-server)\b")
 
 
 def _flags(text: str) -> list[str]:
@@ -220,8 +241,10 @@ def _flags(text: str) -> list[str]:
         for line in text.splitlines() if ("--" in text or has_args) else ():
             line = line[:MAX_LINE]
             if "--" in line and _SERVE_LINE.search(line):
+                ours = "vllm" in line.lower()  # vLLM reads --max_model_len as --max-model-len; argparse does not
                 for match in _CLI_FLAG.finditer(line):
-                    flags[f"{match.group(1)} {match.group(2)}" if match.group(2) else match.group(1)] = None
+                    name = vllm_flag(match.group(1)) if ours else match.group(1)
+                    flags[f"{name} {match.group(2)}" if match.group(2) else name] = None
                     if full():
                         return
             if "non-default args" in line or "server_args=" in line:

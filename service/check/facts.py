@@ -23,6 +23,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from service.flag_names import vllm_flag
 from service.versions import VLLM_LOGO_VERSION, parse_version
 
 MAX_CHECK_CHARS = 262_144
@@ -209,7 +210,8 @@ def _command_setup(text: str) -> Setup:
             words = shlex.split(line, comments=True)
         except ValueError as exc:
             raise CheckInputError(f"cannot split this command line: {exc} (an unclosed quote?)") from None
-        _read_words(words, setup)
+        # vLLM's own command lines (vllm serve, its api_server module, its image), not a benchmark client's.
+        _read_words(words, setup, vllm="vllm" in line.lower() and not any(p in line for p in _PROGRAMS))
     if version := _vllm_version(text):
         setup.versions["vllm"] = version
     setup.notes.append(f"command line: {len(setup.flags)} flags, {len(setup.env)} environment variables")
@@ -249,8 +251,9 @@ def implicit_ignore_eos(setup: Setup) -> str | None:
     return None
 
 
-def _read_words(words: list[str], setup: Setup) -> None:
-    """Environment assignments, ``-e VAR=value`` (docker), the model argument and ``--flags``."""
+def _read_words(words: list[str], setup: Setup, *, vllm: bool = False) -> None:
+    """Environment assignments, ``-e VAR=value`` (docker), the model argument and ``--flags``; ``vllm``:
+    the line is vLLM's own command, whose parser reads underscores in a flag's name as dashes."""
     index = 0
     after_serve = False
     while index < len(words):
@@ -283,6 +286,8 @@ def _read_words(words: list[str], setup: Setup) -> None:
                 index += 1
         elif word.startswith("--") and len(word) > 2:
             name, eq, value = word.partition("=")
+            if vllm:
+                name = vllm_flag(name)  # vLLM reads --tool_call_parser as --tool-call-parser
             if not eq:
                 value = "true" if nxt is None or nxt.startswith("-") else nxt
                 if value != "true":

@@ -295,3 +295,33 @@ def test_an_exception_a_sentence_quotes_in_backticks_is_a_signature() -> None:
     assert parsed.signatures == ["AssertionError: acme sinks are not here"]
     assert parsed.prose, "the sentence around it is still the user's account"
     assert parse_input("I set `--tool-call-parser openai` and `tool_choice=auto` as documented").signatures == []
+
+
+def test_a_vllm_command_lines_flags_are_read_as_vllm_reads_them() -> None:
+    parsed = parse_input(
+        "vllm serve openai/gpt-oss-120b --max_model_len 8192 --compilation_config.pass_config.fuse_x true\n"
+        "python -m sglang.launch_server --model-path openai/gpt-oss-20b --tool_call_parser gpt-oss\n"
+        "llama-server -m gpt-oss-20b.gguf --jinja --reasoning-format none"
+    )
+    assert parsed.flags == [
+        "--max-model-len 8192",
+        "--compilation-config.pass_config.fuse_x true",  # after the dot, as written
+        "--model-path openai/gpt-oss-20b",
+        "--tool_call_parser gpt-oss",  # SGLang's argparse takes no underscores: left as written
+        "--jinja",
+        "--reasoning-format none",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "versions"),
+    [
+        ("build: 6992 (aa3b7a90b) with cc (GCC) 12.2.0 for x86_64-linux-gnu", {"llama.cpp": "b6992"}),
+        ("llama-server b7256 on Windows crashes", {"llama.cpp": "b7256"}),
+        ("[TensorRT-LLM] TensorRT LLM version: 1.2.0rc4", {"tensorrt-llm": "1.2.0rc4"}),
+        ("LM Studio 0.3.23 with the 20b model", {"lm-studio": "0.3.23"}),
+    ],
+    ids=["llama-server-build", "llama-tag", "tensorrt-llm", "lm-studio"],
+)
+def test_other_engines_versions_are_read(text: str, versions: dict[str, str]) -> None:
+    assert parse_input(text).versions == versions

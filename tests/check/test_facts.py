@@ -143,3 +143,25 @@ def test_bad_input_is_a_clear_error(text: str, says: str) -> None:
 def test_a_folder_without_configs_is_refused(tmp_path: Path) -> None:
     with pytest.raises(CheckInputError, match="model folder"):
         read_model_folder(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "vllm serve openai/gpt-oss-120b --tool_call_parser openai --enable_auto_tool_choice",
+        "python -m vllm.entrypoints.openai.api_server --model openai/gpt-oss-120b --tool_call_parser=openai "
+        "--enable_auto_tool_choice",
+    ],
+    ids=["vllm-serve", "api-server-module"],
+)
+def test_vllm_reads_underscores_in_a_flags_name_as_dashes(command: str) -> None:
+    """vLLM's FlexibleArgumentParser accepts --tool_call_parser for --tool-call-parser; check must too, or it
+    warns that a flag the user set is missing."""
+    setup = read_setup(command)
+    assert setup.flags["--tool-call-parser"] == "openai"
+    assert setup.flags["--enable-auto-tool-choice"] == "true"
+
+
+def test_another_programs_underscore_flag_is_left_as_written() -> None:
+    setup = read_setup("guidellm benchmark --target http://localhost:8000 --max_seconds 30")
+    assert "--max_seconds" in setup.flags and "--max-seconds" not in setup.flags
