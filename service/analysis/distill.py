@@ -156,8 +156,13 @@ class Distilled:
 
     @property
     def is_log_dump(self) -> bool:
-        """True when most of the input is log records: a pasted log rather than a message or a question."""
-        return self.log_lines >= 5 and self.log_lines * 2 >= self.log_lines + len(self.prose) + len(self.kept)
+        """True when most of the input is log records: a pasted log rather than a message or a question.
+
+        The records are weighed against what stands outside them: the user's sentences and the undecorated
+        lines among the records (``plain``). A record kept as a failure line, or a line indented under a
+        record (a relayed traceback), is part of the log, not evidence against it.
+        """
+        return self.log_lines >= 5 and self.log_lines >= len(self.prose) + len(self.plain)
 
 
 _MARKER = re.compile(r"<\|[a-z_]{1,20}\|>")

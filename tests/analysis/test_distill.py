@@ -346,3 +346,13 @@ def test_lm_studios_two_line_records_read_as_one_record_each() -> None:
     assert parsed.prose == [] and "Start thinking" not in parsed.query_text
     lone = "2026-11-27 01:22:58 [ERROR]\n [acme-model] Failed to parse tool call: acme end of content."
     assert parse_input(lone).text == lone, "one such pair alone is left as written"
+
+
+def test_a_pasted_traceback_relayed_by_the_logger_is_a_log_dump() -> None:
+    """Records kept as failure lines and the traceback indented under them are the log, not text against it."""
+    record = "(APIServer pid=5) ERROR 11-27 10:00:02 [serving.py:99]"
+    lines = [f"{record} Error in chat completion stream generator."]
+    lines += [f"{record}   File \"/x/acme_{i}.py\", line {i}, in run_{i}\n{record}     step_{i}()" for i in range(6)]
+    lines += [f"{record} ValueError: acme went wrong in the parser", "I see this on every second request."]
+    out = distill("\n".join(lines))
+    assert out.log_lines >= 12 and out.is_log_dump
