@@ -15,6 +15,7 @@ MAX_LINE = 2000
 
 # Log decorations seen in vLLM, uvicorn, docker compose, systemd, ollama, sglang and Python logging.
 _PREFIXES = [
+    re.compile(r"^(?:> |\u2502 )"),  # a markdown quote ("> "), a rich traceback's frame ("\u2502 ")
     re.compile(r"^[\w.-]{1,40} {0,12}\| ?"),  # docker compose "vllm-1  | "
     re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,64} [\w.@/-]{1,64}(?:\[\d{1,10}\])?: "),  # syslog
     re.compile(r"^\((?:\w[\w ]{0,40})?pid=\d{1,10}\) ?"),  # (APIServer pid=1)
@@ -22,14 +23,14 @@ _PREFIXES = [
     re.compile(r"^\[?\d{4}[-/]\d\d[-/]\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\]? ?"),
     re.compile(r"^\[\d\d/\d\d/\d{4}-\d\d:\d\d:\d\d\] ?"),  # TensorRT-LLM [MM/DD/YYYY-hh:mm:ss]
     re.compile(r"^time=\S{1,40} "),
-    re.compile(r"^\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|E|W|I)\]? {1,8}"),
+    re.compile(r"^\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\]? {1,8}|^\[[EWI]\] {1,8}"),  # "I " is a word
     re.compile(r"^level=\w{1,10} "),
     re.compile(r"^\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})? {1,4}"),  # vLLM "MM-DD hh:mm:ss"
     re.compile(r"^\d\d:\d\d:\d\d(?:\.\d{1,6})? {1,4}"),
     re.compile(r"^\[[\w./-]{1,80}:\d{1,6}\] ?"),  # [serving_chat.py:1145]
     re.compile(r"^source=[\w./-]{1,80}:\d{1,6} "),
     re.compile(r"^\[[\w .-]{1,20}\] "),  # [TRT-LLM]
-    re.compile(r"^\d{1,5}\.\d\d\.\d{3}\.\d{3} (?=[IWED] )"),  # llama.cpp's common log: "0.26.891.979 I srv ..."
+    re.compile(r"^\d{1,5}\.\d\d\.\d{3}\.\d{3} [IWED] "),  # llama.cpp's common log: "0.26.891.979 I srv ..."
 ]
 _ANY_PREFIX = re.compile("|".join(p.pattern for p in _PREFIXES))
 """Any one decoration at the start: a line that has none (most, once stripped) costs one match, not 14."""
@@ -84,6 +85,11 @@ _WRAPPER = re.compile(
 # the scheduler's state (vllm/logging_utils/dump_input.py, in every release read). Their words
 # (reasoning_parser=..., tool names) would read as a failure of their own; the error is another line.
 _CONTEXT_AT_ERROR = re.compile(r"^dumping (?:input data|scheduler output|scheduler stats)\b", re.I)
+# A markdown heading or a bold label ("## Error", "**Error Details**:"): a report's structure, not an error.
+_LABEL = re.compile(r"^(?:#{1,6}\s+[^\n]{1,80}|\*\*[^*\n]{1,60}\*\*:?)\s*$")
+# A sentence: eight or more plain words from its start (a message the software writes breaks off sooner,
+# at a colon, a quote, a bracket or an identifier).
+_SENTENCE = re.compile(r"(?:[A-Za-z][a-z'-]{0,20}[,;]?\s+){8}")
 # Messages embedded in a line: JSON/dict error bodies, Go key=value logs, "Error in request: ...".
 _EMBEDDED = [
     re.compile(r"""['"](?:message|detail|error|msg)['"]\s{0,3}:\s{0,3}(['"])(.{4,1500}?)(?<!\\)\1"""),
@@ -104,6 +110,10 @@ class ErrorLine:
     """Line number in the input (0-based)."""
     kind: str
     """exception | message | error | warning | source | wrapper"""
+    said: bool = False
+    """An undecorated line that reads as a sentence ("After a few calls the model starts failing with a
+    parsing error"): the user's words about the failure. It counts like an error line but ranks after the
+    error lines the software wrote."""
 
 
 def strip_log_prefix(line: str) -> str:
@@ -176,7 +186,7 @@ def classify_line(raw: str, after_frame: bool = False) -> tuple[str, str] | None
 
 
 def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
-    if not text or len(text) < 4:
+    if not text or len(text) < 4 or _LABEL.match(text):
         return None
     if after_frame or text.startswith(("^", "~")):
         is_raise = text.startswith(("raise", "assert"))
@@ -282,14 +292,15 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
             if not key or key in seen:
                 continue
             seen.add(key)
-            out.append((ErrorLine(cand[:MAX_LINE], _KIND_WEIGHT[cand_kind], position, cand_kind), key))
+            said = cand_kind == "error" and cand is line and line == raw.strip() and _SENTENCE.match(line) is not None
+            out.append((ErrorLine(cand[:MAX_LINE], _KIND_WEIGHT[cand_kind], position, cand_kind, said), key))
         if len(out) >= limit * 4:
             break
     return sorted(out, key=lambda item: _rank(item[0]))[:limit]
 
 
-def _rank(line: ErrorLine) -> tuple[float, int]:
-    return -line.weight, line.position
+def _rank(line: ErrorLine) -> tuple[float, bool, int]:
+    return -line.weight, line.said, line.position
 
 
 def rank_error_lines(lines: list[ErrorLine]) -> list[ErrorLine]:

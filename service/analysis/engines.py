@@ -88,7 +88,14 @@ def engine_name(engine: str) -> str:
 # framework comes before the SDK it is built on.
 CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("llama-stack", re.compile(r"llama[_ -]stack", re.I)),
-    ("langchain", re.compile(r"\blang(?:chain|graph)", re.I)),
+    # LangChain's chat model classes name it too ("ChatOllama", "ChatBedrockConverse").
+    (
+        "langchain",
+        re.compile(
+            r"\blang(?:chain|graph)|\bChat(?:Ollama|OpenAI|Anthropic|VertexAI|BedrockConverse|Bedrock|Groq|Cerebras)\b",
+            re.I,
+        ),
+    ),
     ("litellm", re.compile(r"\blitellm\b", re.I)),
     ("openai-agents", re.compile(r"openai[-_ ]agents|\bagents\.(?:exceptions|run)\b", re.I)),
     ("codex", re.compile(r"\bcodex\b", re.I)),
@@ -96,11 +103,13 @@ CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("pydantic-ai", re.compile(r"pydantic[_ -]ai\b", re.I)),
     ("smolagents", re.compile(r"\bsmolagents\b", re.I)),
     ("cline", re.compile(r"\bcline\b", re.I)),
+    ("claude-code", re.compile(r"\bclaude[- ]code\b(?!-router)", re.I)),
+    ("ai-sdk", re.compile(r"@ai-sdk/|\bvercel ai sdk\b", re.I)),
     ("continue", re.compile(r"\bcontinuedev\b|\bcontinue\.dev\b", re.I)),
     ("open-webui", re.compile(r"open[-_ ]?webui", re.I)),
     ("guidellm", re.compile(r"\bguidellm\b", re.I)),
     ("llmperf", re.compile(r"\bllmperf\b", re.I)),
-    ("ollama-python", re.compile(r"\bollama\._types\b|ollama[-_]python")),
+    ("ollama-python", re.compile(r"\bollama\._types\b|ollama[-_]python|\bollama/_client\.py")),
     ("bedrock", re.compile(r"\bbotocore\b|\bbedrock\b", re.I)),
     ("openai-python", re.compile(r"\bopenai\.\w+Error\b|\bfrom openai import\b|openai\._base_client|openai-python")),
     ("httpx", re.compile(r"\bhttpx\b")),
@@ -129,7 +138,11 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "lmdeploy": ("lmdeploy",),
     "tgi": ("tgi", "text-generation"),
     "llama-stack": ("llama",),
-    "langchain": ("lang",),
+    "langchain": (
+        "lang", "chatollama", "chatopenai", "chatanthropic", "chatvertexai", "chatbedrock", "chatgroq", "chatcerebras",
+    ),  # fmt: skip
+    "claude-code": ("claude",),
+    "ai-sdk": ("ai-sdk", "vercel ai sdk"),
     "openai-agents": ("agents",),
     "pydantic-ai": ("pydantic",),
     "continue": ("continue",),

@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from indexer.documents import Document
-from service.analysis.engines import SDK_CLIENTS, detect_engines, repo_engines
+from service.analysis.engines import SDK_CLIENTS, detect_client, detect_engines, repo_engines
 from service.analysis.input import ParsedInput, names_a_model
 
 Side = Literal["server", "client", "model-files", "environment", "unknown"]
@@ -50,6 +50,20 @@ def _plain_token(match: re.Match[str]) -> bool:
 
 def _special_token(match: re.Match[str]) -> bool:
     return int(match.group(1)) >= FIRST_SPECIAL_ID
+
+
+# What a 4xx body relays when the server itself failed: the interpreter's own error text (vLLM returns
+# some of its internal exceptions as 400), or an outer 5xx around an inner hop's 4xx.
+_SERVER_FAULT_IN_4XX = re.compile(
+    r"\b(?:TypeError|KeyError|AttributeError|IndexError|NameError|UnboundLocalError)\b|has no len\(\)"
+    r"|has no attribute|'NoneType'|object is not (?:subscriptable|iterable|callable)"
+    r"|unexpected keyword argument|\b50[0-4]\b[^\n]{0,80}\b4\d\d\b",
+)
+
+
+def _refused_as_sent(match: re.Match[str]) -> bool:
+    """A 4xx that is the server refusing the request, not a server fault it relays with a 4xx code."""
+    return _SERVER_FAULT_IN_4XX.search(match.string) is None
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -274,6 +288,7 @@ RULES: tuple[Rule, ...] = (
         "the server refused the request as sent (HTTP 4xx) with no message these rules know: a field, a "
         "parameter or the model name the client sends is the first suspect",
         tier=1,
+        check=_refused_as_sent,
     ),
     Rule(
         "server",
@@ -281,9 +296,10 @@ RULES: tuple[Rule, ...] = (
         _rx(
             r"serving_chat|serving_completion|serving\.py|entrypoints/openai|Error in request"
             r"|srv\s{1,8}send_error"
-            r"|[\"']error[\"']\s{0,8}:\s{0,8}\{|Error code: 5\d\d|status code:? ?5\d\d"
-            r"|unexpected status 5\d\d"
-            r"|HTTP/1\.1\" 5\d\d|InternalServerError|ServiceUnavailable"
+            # A 4xx too: the client rule above takes it first, unless the body relays a server fault.
+            r"|[\"']error[\"']\s{0,8}:\s{0,8}\{|Error code: [45]\d\d|status code:? ?[45]\d\d"
+            r"|unexpected status [45]\d\d"
+            r"|HTTP/1\.1\" 5\d\d|InternalServerError|BadRequestError|ServiceUnavailable"
             r"|Unsupported tool_call_parser"
             r"|EngineCore|\[core\.py|AssertionError|level=ERROR source=\w{1,80}\.go"
         ),
@@ -487,9 +503,37 @@ def _only_wrapped(parsed: ParsedInput) -> str | None:
     return next((e.text for e in parsed.evidence if e.kind == "wrapper" and len(e.text) > 12), None)
 
 
+_TRACE_FRAME = re.compile(r'File "([^"\n]{1,400})", line \d{1,7}, in [\w<>.]{1,120}')
+
+
+def _raised_in_client(parsed: ParsedInput) -> str | None:
+    """The client framework whose own code raised the error: the traceback's deepest frame is in its
+    package (``site-packages/litellm/llms/...``). None for an SDK, whose frames only relay the server's
+    answer, and when the deepest frame is anyone else's."""
+    text = text_window(parsed.account)
+    if 'File "' not in text:
+        return None
+    frames = _TRACE_FRAME.findall(text)
+    if not frames:
+        return None
+    path = frames[-1].replace("\\", "/")
+    owner = detect_client(f"{path} {path.replace('/', '.')}")  # "agents/run.py" is openai-agents' agents.run
+    return owner if owner is not None and owner not in SDK_CLIENTS else None
+
+
 def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
     """Decide where the failure originates, with the component and a one-line explanation."""
     found = match_input(parsed)
+    raiser = _raised_in_client(parsed) if found is None else None
+    if raiser is not None:
+        # No message a rule knows, and the client's own code raised it (parsing a response, building a
+        # request): the client is where it starts, whatever server is behind it.
+        return Origin(
+            side="client",
+            component="client-integration",
+            explanation=f"The traceback ends in {raiser}'s own code, with no server error it relays: {raiser} "
+            "raised it (while building the request or reading the answer).",
+        )
     wrapper = _only_wrapped(parsed) if found is None else None
     if wrapper is not None:
         return Origin(

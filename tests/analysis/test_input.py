@@ -325,3 +325,39 @@ def test_a_vllm_command_lines_flags_are_read_as_vllm_reads_them() -> None:
 )
 def test_other_engines_versions_are_read(text: str, versions: dict[str, str]) -> None:
     assert parse_input(text).versions == versions
+
+
+def test_a_sentence_starting_with_i_keeps_its_first_word() -> None:
+    assert parse_input("I get this error every time the tool call starts").signatures == [
+        "I get this error every time the tool call starts"
+    ]
+
+
+def test_the_error_the_software_wrote_leads_the_users_sentence_about_it() -> None:
+    text = (
+        "After a few successful tool calls the model starts failing with a parsing error.\n"
+        "srv    send_error: task id = 3, error: acme failed to parse the tool call\n"
+    )
+    assert parse_input(text).signatures == [
+        "srv    send_error: task id = 3, error: acme failed to parse the tool call",
+        "After a few successful tool calls the model starts failing with a parsing error.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "client"),
+    [
+        ("ChatOllama(model='gpt-oss:20b').invoke(msgs) returns an empty message", "langchain"),
+        ("Claude Code 2.1.185 against vLLM /v1/messages fails", "claude-code"),
+        ("claude-code-router in front of vLLM drops the reasoning", None),
+        ("createOpenAICompatible from @ai-sdk/openai-compatible shows no reasoning", "ai-sdk"),
+    ],
+    ids=["langchain-class", "claude-code", "router-is-not-claude-code", "ai-sdk"],
+)
+def test_more_clients_are_named(text: str, client: str | None) -> None:
+    assert parse_input(text).client == client
+
+
+def test_report_labels_and_quote_marks_are_not_part_of_the_error() -> None:
+    text = "**Error Details**\n> openai.APIError: acme failed in the stream\n\u2502 ValueError: acme value\n"
+    assert parse_input(text).signatures == ["openai.APIError: acme failed in the stream", "ValueError: acme value"]

@@ -48,6 +48,8 @@ EXAMPLES = [
     "\u2588 \u2580\u2584\u2580 \u2588  version 0.19.1", "Initializing a V1 LLM engine (v0.22.0) with config:",
     "build: 6992 (aa3b7a90b) with cc", "version: 4205 (c6bc7395)", "llama.cpp b6680", "llama-server b7256",
     "[TensorRT-LLM] TensorRT LLM version: 1.2.0rc4", "tensorrt_llm==1.0.0", "LM Studio 0.3.23",
+    "ChatOllama(model='gpt-oss:20b')", "ChatBedrockConverse", "Claude Code 2.1", "claude-code", "@ai-sdk/openai",
+    "Vercel AI SDK", "ollama/_client.py",
 ]  # fmt: skip
 
 

@@ -462,3 +462,34 @@ def test_a_paste_whose_lines_only_wrap_the_error_asks_for_the_lines_above() -> N
     origin = classify_origin(parsed, [])
     assert origin.side == "unknown"
     assert "Engine core initialization failed" in origin.explanation and "lines before" in origin.explanation
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "BadRequestError: Error code: 400 - {'object': 'error', 'message': \"object of type 'AcmeIterator' has no "
+        "len()\", 'type': 'BadRequestError', 'code': 400}",
+        '500 Engine protocol predict request returned 400: {"error":{"code":400,"message":"acme samplers",'
+        '"type":"invalid_request_error"}}',
+    ],
+    ids=["interpreter-error-relayed-as-400", "outer-500-around-an-inner-400"],
+)
+def test_a_server_fault_relayed_with_a_4xx_code_is_not_the_clients(text: str) -> None:
+    assert classify_origin(parse_input(text), []).side != "client"
+
+
+def test_a_traceback_that_ends_in_a_client_frameworks_own_code_is_the_clients() -> None:
+    trace = (
+        "Traceback (most recent call last):\n"
+        '  File "/app/main.py", line 10, in <module>\n'
+        "    resp = run(messages)\n"
+        '  File "/usr/lib/python3.11/site-packages/litellm/llms/acme_chat.py", line 480, in get_response\n'
+        '    kind = tool["type"]\n'
+        "KeyError: 'type'\n"
+    )
+    origin = classify_origin(parse_input(trace), [])
+    assert (origin.side, origin.component) == ("client", "client-integration") and "litellm" in origin.explanation
+    relayed = trace.replace("KeyError: 'type'", "openai.InternalServerError: Error code: 500 - {'error': 'x'}")
+    assert classify_origin(parse_input(relayed), []).side == "server", "a server error it relays stays the server's"
+    sdk = trace.replace("litellm/llms/acme_chat.py", "openai/_base_client.py")
+    assert classify_origin(parse_input(sdk), []).component != "client-integration", "an SDK only relays"
