@@ -119,8 +119,13 @@ _CODE_LIKE = re.compile(
 )
 # A command line (``vllm serve ... --chat-template x``, after a shell prompt ``user@host:~/dir# ``):
 # context, not the user's account of the failure.
+# A program's name opens a command only before one of its subcommands or an option ("docker run",
+# "vllm serve", "python -m"): "docker for llama server crashing" is a sentence about it.
 _COMMAND = re.compile(
-    r"(?:^|\s)--[a-z][\w-]{1,40}|^\s{0,8}(?:sudo|export|docker|python3?|pip|uv|curl|vllm|ollama) "
+    r"(?:^|\s)--[a-z][\w-]{1,40}|^\s{0,8}(?:sudo|export) "
+    r"|^\s{0,8}(?:docker (?:run|compose|exec|logs|pull|build|start|stop|ps)|python3? (?:-\w|\S{1,200}\.py\b)"
+    r"|pip3? (?:install|show|list|freeze|uninstall)|uv (?:pip|run|sync|venv|add)|curl (?:-|https?:)"
+    r"|vllm (?:serve|bench|run-batch|chat|complete|-)|ollama (?:run|serve|pull|create|show|ps|list|-))\b"
     r"|^\s{0,8}[\w.-]{1,40}@[\w.-]{1,64}:\S{0,200}[#$] "
 )
 # A stack frame of a compiled program: an address (``+0x21f``, ``[0x72edb99cd82f]``, ``0x7fac7ac778fd``),
@@ -268,6 +273,17 @@ _LEVEL_KEYS = ("level", "levelname", "severity", "lvl")
 _EXTRA_KEYS = ("exc_info", "exception", "stack_trace", "traceback", "stack", "error")
 
 
+_NUMERIC_LEVELS = {10: "TRACE", 20: "DEBUG", 30: "INFO", 40: "WARNING", 50: "ERROR", 60: "FATAL"}
+"""pino's and bunyan's numeric levels (their documented scale)."""
+
+
+def _level_name(value: str | int) -> str:
+    """A record's level as a name: numeric levels (pino, bunyan) by their scale, bools and others as none."""
+    if isinstance(value, bool):
+        return ""
+    return _NUMERIC_LEVELS.get(value, "") if isinstance(value, int) else value
+
+
 def _json_record(line: str) -> str | None:
     """A structured log record (one JSON object per line: a JSON logging config, docker's json-file
     driver, a platform's export) as the plain line it stands for: its level, its message, then a
@@ -283,7 +299,7 @@ def _json_record(line: str) -> str | None:
     message = next((v for k in _MESSAGE_KEYS if isinstance(v := record.get(k), str)), None)
     if message is None:
         return None
-    level = next((v for k in _LEVEL_KEYS if isinstance(v := record.get(k), str)), "")
+    level = next((_level_name(v) for k in _LEVEL_KEYS if isinstance(v := record.get(k), str | int)), "")
     extra = next((v for k in _EXTRA_KEYS if isinstance(v := record.get(k), str) and v and v != message), "")
     head = f"{level.upper()} {message.rstrip()}" if level else message.rstrip()
     return f"{head}\n{extra.rstrip()}" if extra else head

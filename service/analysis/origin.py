@@ -268,8 +268,12 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "server",
         "streaming",
-        # Not a stream flag switched off (``streaming=False``, ``"streaming": false``): then no stream ran.
-        _rx(r"stream generator|streaming(?!['\"]?\s{0,3}[=:]\s{0,3}(?:false|0|no|off)\b)"),
+        # Not a stream flag switched off (``streaming=False``, ``"streaming": false``, "without streaming"):
+        # then no stream ran.
+        _rx(
+            r"stream generator|(?<!disable )(?<!disabled )(?<!disabling )(?<!without )(?<!no )(?<!non-)"
+            r"streaming(?!['\"]?\s{0,3}[=:]\s{0,3}(?:false|0|no|off)\b)"
+        ),
         "the server's streaming path failed",
         tier=1,
     ),

@@ -307,9 +307,11 @@ def test_llama_cpps_newer_log_format_reads_as_records_with_levels() -> None:
         ]
     )
     out = distill(log)
-    assert out.is_log_dump and out.prose == [] and out.kept == [
-        "0.41.269.600 E srv    send_error: task id = 0, error: acme failed to parse the tool call"
-    ]
+    assert (
+        out.is_log_dump
+        and out.prose == []
+        and out.kept == ["0.41.269.600 E srv    send_error: task id = 0, error: acme failed to parse the tool call"]
+    )
     parsed = parse_input(log)
     assert parsed.signatures[0].startswith("srv    send_error: task id = 0, error: acme failed")
 
@@ -352,7 +354,25 @@ def test_a_pasted_traceback_relayed_by_the_logger_is_a_log_dump() -> None:
     """Records kept as failure lines and the traceback indented under them are the log, not text against it."""
     record = "(APIServer pid=5) ERROR 11-27 10:00:02 [serving.py:99]"
     lines = [f"{record} Error in chat completion stream generator."]
-    lines += [f"{record}   File \"/x/acme_{i}.py\", line {i}, in run_{i}\n{record}     step_{i}()" for i in range(6)]
+    lines += [f'{record}   File "/x/acme_{i}.py", line {i}, in run_{i}\n{record}     step_{i}()' for i in range(6)]
     lines += [f"{record} ValueError: acme went wrong in the parser", "I see this on every second request."]
     out = distill("\n".join(lines))
     assert out.log_lines >= 12 and out.is_log_dump
+
+
+def test_a_sentence_about_a_program_is_not_its_command_line() -> None:
+    assert distill("docker for llama server crashing with the 20b model on long prompts\n").prose == [
+        "docker for llama server crashing with the 20b model on long prompts"
+    ]
+    assert distill("docker run --gpus all vllm/vllm-openai --model openai/gpt-oss-20b\n").prose == []
+    assert distill("python3 serve.py with the tool server enabled and the model loaded here\n").prose == []
+
+
+def test_numeric_levels_of_json_records_read_as_names() -> None:
+    """pino and bunyan write the level as a number (30 info, 50 error)."""
+    import json
+
+    records = [(30, "server listening on 1234"), (30, "request received"), (50, "acme failed to parse the call")]
+    text = "\n".join(json.dumps({"level": level, "time": 1, "msg": msg}) for level, msg in records)
+    parsed = parse_input(text)
+    assert parsed.signatures == ["acme failed to parse the call"]

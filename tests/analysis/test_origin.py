@@ -404,7 +404,9 @@ def test_a_failure_after_an_upgrade_is_not_a_deployment_move(text: str) -> None:
     assert classify_origin(parse_input(text), []).side != "environment"
 
 
-@pytest.mark.parametrize("flag", ["streaming=False", '"streaming": false', "streaming = 0"])
+@pytest.mark.parametrize(
+    "flag", ["streaming=False", '"streaming": false', "streaming = 0", "without streaming", "disable streaming"]
+)
 def test_a_stream_flag_switched_off_is_not_the_streaming_path(flag: str) -> None:
     # On the failing line itself, as a report quotes how the client was built.
     parsed = parse_input(
