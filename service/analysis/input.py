@@ -384,6 +384,11 @@ def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> s
     """What the lexical and dense legs see: the failure lines and the user's words, no boilerplate."""
     strong = [e.text for e in lines if e.weight >= 1.0][:3]
     chosen = strong or [e.text for e in lines if e.kind in {"warning", "notice"}][:3]
+    if not chosen and distilled.is_log_dump and distilled.prose:
+        # A log whose only failing lines are weak (a wrapper's "EngineCore failed to start"): they name what
+        # failed, which the user's sentence beside them may not.
+        weak = (e.text for e in lines if e.kind in {"wrapper", "error"} and not e.text.startswith("Traceback ("))
+        chosen = [text for text in weak if len(text.split()) >= 3][:2]
     chosen += distilled.prose
     if not chosen and distilled.is_log_dump:
         # A log with only weak error lines (a wrapper's "failed to ..."): they still say more about the

@@ -376,3 +376,18 @@ def test_numeric_levels_of_json_records_read_as_names() -> None:
     text = "\n".join(json.dumps({"level": level, "time": 1, "msg": msg}) for level, msg in records)
     parsed = parse_input(text)
     assert parsed.signatures == ["acme failed to parse the call"]
+
+
+def test_a_weak_failing_line_joins_the_users_sentence_in_the_query() -> None:
+    """A log whose only failing line is a wrapper keeps it beside the user's sentence: it says what failed."""
+    info = "(EngineCore_DP0 pid=5) INFO 11-27 10:00:0{} [core.py:77] Loading weights took 1.{} seconds"
+    log = "\n".join(
+        [info.format(i, i) for i in range(6)]
+        + [
+            "(EngineCore_DP0 pid=5) ERROR 11-27 10:00:09 [core.py:700] EngineCore failed to start.",
+            "(EngineCore_DP0 pid=5) ERROR 11-27 10:00:09 [core.py:700] Traceback (most recent call last):",
+            "Using cuda 13.0 on a single acme box with the big model.",
+        ]
+    )
+    parsed = parse_input(log)
+    assert parsed.query_text == "EngineCore failed to start.\nUsing cuda 13.0 on a single acme box with the big model."
