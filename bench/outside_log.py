@@ -33,12 +33,38 @@ def _hex(rng: random.Random, n: int = 16) -> str:
     return f"{rng.getrandbits(4 * n):0{n}x}"
 
 
-def _vllm_startup(rng: random.Random, ctx: dict[str, str]) -> list[str]:
+def _vllm_banner(at: str, ctx: dict[str, str]) -> list[str]:
+    """vLLM 0.15.0+'s default start-up banner: the version only beside a logo in block characters, every line
+    under the record's prefix ``at`` (made up in that shape, see ``service.versions``)."""
+    b, u, d = "\u2588", "\u2580", "\u2584"  # full, upper-half and lower-half blocks
+    return [
+        f"{at} ",
+        f"{at}        {b}     {b}     {b}{d}   {d}{b}",
+        f"{at}  {d}{d} {d}{b} {b}     {b}     {b} {u}{d}{u} {b}  version {ctx['version']}",
+        f"{at}   {b}{d}{b}{u} {b}     {b}     {b}     {b}  model   {ctx['model']}",
+        f"{at}    {u}{u}  {u * 5} {u * 5} {u}     {u}",
+        f"{at} ",
+    ]
+
+
+def _vllm_startup(rng: random.Random, ctx: dict[str, str], *, banner: bool = False) -> list[str]:
+    """vLLM's start-up: up to 0.14.x, or with ``banner`` 0.15.0+'s (the version beside the logo, the newer
+    start line)."""
     api, core, t = f"(APIServer pid={ctx['pid']})", f"(EngineCore_DP0 pid={ctx['pid2']})", _ts(rng)
     tp = rng.choice([1, 2, 4])
+    version = (
+        _vllm_banner(f"{api} INFO {t} [utils.py:299]", ctx)
+        if banner
+        else [f"{api} INFO {t} [api_server.py:1839] vLLM API server version {ctx['version']}"]
+    )
+    start = (
+        f"{api} INFO {t} [api_server/entry.py:139] Starting vLLM server on http://0.0.0.0:8000"
+        if banner
+        else f"{api} INFO {t} [api_server.py:1912] Starting vLLM API server 0 on http://0.0.0.0:8000"
+    )
     return [
         f"INFO {t} [__init__.py:216] Automatically detected platform cuda.",
-        f"{api} INFO {t} [api_server.py:1839] vLLM API server version {ctx['version']}",
+        *version,
         f"{api} INFO {t} [utils.py:233] non-default args: {{'model_tag': '{ctx['model']}', 'host': '0.0.0.0', "
         f"'port': 8000, 'model': '{ctx['model']}', 'tensor_parallel_size': {tp}, 'max_model_len': 65536, "
         f"'gpu_memory_utilization': 0.9}}",
@@ -68,7 +94,7 @@ def _vllm_startup(rng: random.Random, ctx: dict[str, str]) -> list[str]:
         f"{api} INFO {t} [loggers.py:147] Engine 000: vllm cache_config_info with initialization after num_gpu_blocks"
         f" is: {rng.randrange(20_000, 90_000)}",
         f"{api} INFO {t} [api_server.py:1634] Supported_tasks: ['generate']",
-        f"{api} INFO {t} [api_server.py:1912] Starting vLLM API server 0 on http://0.0.0.0:8000",
+        start,
         f"{api} INFO {t} [launcher.py:34] Available routes are:",
         f"{api} INFO {t} [launcher.py:42] Route: /v1/chat/completions, Methods: POST",
         f"{api} INFO {t} [launcher.py:42] Route: /v1/responses, Methods: POST",
@@ -80,28 +106,7 @@ def _vllm_startup(rng: random.Random, ctx: dict[str, str]) -> list[str]:
 
 
 def _vllm_banner_startup(rng: random.Random, ctx: dict[str, str]) -> list[str]:
-    """vLLM 0.15.0+'s start-up in its default logger: the version only beside the logo, in block
-    characters under the record's prefix (made up in that shape, see ``service.versions``), and the
-    server's newer start line."""
-    head = _vllm_startup(rng, ctx)
-    api = f"(APIServer pid={ctx['pid']})"
-    t = head[1].split(" [", 1)[0].rsplit(" INFO ", 1)[1]
-    at = f"{api} INFO {t} [utils.py:299]"
-    b, u, d = "\u2588", "\u2580", "\u2584"  # full, upper-half and lower-half blocks
-    logo = [
-        f"{at} ",
-        f"{at}        {b}     {b}     {b}{d}   {d}{b}",
-        f"{at}  {d}{d} {d}{b} {b}     {b}     {b} {u}{d}{u} {b}  version {ctx['version']}",
-        f"{at}   {b}{d}{b}{u} {b}     {b}     {b}     {b}  model   {ctx['model']}",
-        f"{at}    {u}{u}  {u * 5} {u * 5} {u}     {u}",
-        f"{at} ",
-    ]
-    start = f"{api} INFO {t} [api_server/entry.py:139] Starting vLLM server on http://0.0.0.0:8000"
-    return [
-        head[0],
-        *logo,
-        *(start if "Starting vLLM API server" in line else line for line in head[2:]),
-    ]
+    return _vllm_startup(rng, ctx, banner=True)
 
 
 def _vllm_traffic() -> list[Line]:

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 MAX_LINE = 2000
 """Longer lines are cut before any pattern runs on them."""
 
+LLAMA_STAMP = r"\d{1,5}\.\d\d\.\d{3}\.\d{3} "
+"""llama.cpp's common log timestamp (minutes.seconds.ms.us), followed by a one-letter level."""
+TRACE_FRAME = re.compile(r'File "([^"\n]{1,400})", line \d{1,7}, in ([\w<>.]{1,120})')
+"""A Python traceback's frame line (its file, then its function); the line under it quotes the source."""
+
 # Log decorations seen in vLLM, uvicorn, docker compose, systemd, ollama, sglang and Python logging.
 _PREFIXES = [
     re.compile(r"^(?:> |\u2502 )"),  # a markdown quote ("> "), a rich traceback's frame ("\u2502 ")
@@ -30,7 +35,7 @@ _PREFIXES = [
     re.compile(r"^\[[\w./-]{1,80}:\d{1,6}\] ?"),  # [serving_chat.py:1145]
     re.compile(r"^source=[\w./-]{1,80}:\d{1,6} "),
     re.compile(r"^\[[\w .-]{1,20}\] "),  # [TRT-LLM]
-    re.compile(r"^\d{1,5}\.\d\d\.\d{3}\.\d{3} [IWED] "),  # llama.cpp's common log: "0.26.891.979 I srv ..."
+    re.compile(rf"^{LLAMA_STAMP}[IWED] "),  # llama.cpp's common log: "0.26.891.979 I srv ..."
 ]
 _ANY_PREFIX = re.compile("|".join(p.pattern for p in _PREFIXES))
 """Any one decoration at the start: a line that has none (most, once stripped) costs one match, not 14."""
@@ -64,11 +69,10 @@ _NATIVE_CRASH = re.compile(
 )
 _ACCESS_LOG = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" \d{3}')
 # llama.cpp's common log writes the level as one letter after its timestamp ("0.26.891.979 E ...").
-_LLAMA_LEVEL = r"|^\d{1,5}\.\d\d\.\d{3}\.\d{3} "
+_LLAMA_LEVEL = "|^" + LLAMA_STAMP
 _LEVEL_ERROR = re.compile(r"(?:^|[\s\[(])(?:ERROR|CRITICAL|FATAL|level=ERROR|\[E\])(?:[\s\])]|$)" + _LLAMA_LEVEL + "E ")
 _LEVEL_WARN = re.compile(r"(?:^|[\s\[(])(?:WARNING|WARN|level=WARN|\[W\])(?:[\s\])]|$)" + _LLAMA_LEVEL + "W ")
 _LEVEL_INFO = re.compile(r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG)(?:[\s\])]|$)" + _LLAMA_LEVEL + "[ID] ")
-_FRAME = re.compile(r'^File "([^"]{1,400})", line \d{1,7}, in ([\w<>.]{1,120})')
 _SOURCE_LINE = re.compile(r"^(?:raise|assert|return|await|self\.|[\w.]{1,80} = |[\w.]{1,80}\()")
 # Messages that wrap the real error: they say "see above" and carry no cause of their own.
 _WRAPPER = re.compile(
@@ -110,6 +114,9 @@ class ErrorLine:
     """Line number in the input (0-based)."""
     kind: str
     """exception | message | error | warning | source | wrapper"""
+    record: str = ""
+    """The decoration the line's log record put before it (time, level, process tag, source), empty for an
+    undecorated line: a record's own tag (vLLM's ``(APIServer pid=1)``) names the program that wrote it."""
     said: bool = False
     """An undecorated line that reads as a sentence ("After a few calls the model starts failing with a
     parsing error"): the user's words about the failure. It counts like an error line but ranks after the
@@ -180,7 +187,7 @@ def classify_line(raw: str, after_frame: bool = False) -> tuple[str, str] | None
     """
     raw = raw[:MAX_LINE]
     text = strip_log_prefix(raw)
-    if _FRAME.match(text):
+    if TRACE_FRAME.match(text):
         return None
     return _classify(raw, text, after_frame)
 
@@ -197,7 +204,7 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
         return ("access", text) if not text.rstrip().endswith(("200 OK", "201 Created")) else None
     if _WRAPPER.search(text):
         return ("wrapper", text)
-    if _EXCEPTION.match(text) or text.startswith("HarmonyError"):
+    if _is_exception(text):
         return ("exception", text)
     if _NATIVE_CRASH.search(text):
         return ("error", text)
@@ -206,7 +213,7 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
     # ("... [core.py:710]     outputs = await ..."); a paste that starts mid-traceback has no frame above it.
     if _SOURCE_LINE.match(text) and (not _LEVEL_ERROR.search(prefix) or prefix.endswith("  ")):
         return ("source", text) if ("raise" in text[:6] or text.startswith("assert")) else None
-    level_part = raw[: max(0, len(raw) - len(text))] + " " + text[:12]
+    level_part = prefix + " " + text[:12]
     errorish = bool(_ERRORISH.search(text))
     if _LEVEL_ERROR.search(level_part):
         return ("error", text)
@@ -219,6 +226,10 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
     return _quoted_error(text)
 
 
+def _is_exception(text: str) -> bool:
+    return _EXCEPTION.match(text) is not None or text.startswith("HarmonyError")
+
+
 _QUOTED = re.compile(r"`([^`\n]{8,400})`")
 
 
@@ -228,7 +239,7 @@ def _quoted_error(text: str) -> tuple[str, str] | None:
         return None
     for match in _QUOTED.finditer(text):
         quoted = match.group(1).strip()
-        if _EXCEPTION.match(quoted) or quoted.startswith("HarmonyError"):
+        if _is_exception(quoted):
             return ("exception", quoted)
     return None
 
@@ -278,12 +289,15 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
             after_frame = done[memo_key] = False
             continue
         stripped = strip_log_prefix(raw)
-        is_frame = maybe_frame and _FRAME.match(stripped) is not None
+        is_frame = maybe_frame and TRACE_FRAME.match(stripped) is not None
         classified = None if is_frame else _classify(raw, stripped, after_frame)
         after_frame = done[memo_key] = is_frame
         if classified is None:
             continue
         kind, line = classified
+        whole = raw.strip()
+        record = whole[: len(whole) - len(stripped)].rstrip()
+        said = kind == "error" and not record and _SENTENCE.match(line) is not None
         candidates = [(kind, line)]
         if kind in {"exception", "error", "warning"}:
             candidates += [("message", m) for m in _embedded_messages(line)]
@@ -292,8 +306,10 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
             if not key or key in seen:
                 continue
             seen.add(key)
-            said = cand_kind == "error" and cand is line and line == raw.strip() and _SENTENCE.match(line) is not None
-            out.append((ErrorLine(cand[:MAX_LINE], _KIND_WEIGHT[cand_kind], position, cand_kind, said), key))
+            line_said = said and cand is line  # an embedded message is the software's words
+            out.append(
+                (ErrorLine(cand[:MAX_LINE], _KIND_WEIGHT[cand_kind], position, cand_kind, record, line_said), key)
+            )
         if len(out) >= limit * 4:
             break
     return sorted(out, key=lambda item: _rank(item[0]))[:limit]

@@ -102,9 +102,13 @@ def seen_flags(parsed: ParsedInput, window: InputWindow | None = None) -> dict[s
     """
     window = window or InputWindow.of(parsed)
     found: dict[str, str] = {}
-    lines = [*parsed.flags, *_command_lines(window)]
-    for text in lines:
-        ours = "vllm" in text.lower() or text in parsed.flags  # parsed.flags are already vLLM's spelling
+    # parse_input's flags are spelled as their program reads them already; a raw command line of vLLM's is
+    # read as vLLM reads it (--tool_call_parser is --tool-call-parser), another program's as written.
+    lines = [
+        *((text, False) for text in parsed.flags),
+        *((text, "vllm" in text.lower()) for text in _command_lines(window)),
+    ]
+    for text, ours in lines:
         for match in _CLI_FLAG.finditer(text):
             value = match.group(2) or "true"
             name = vllm_flag("--" + match.group(1))[2:] if ours else match.group(1)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from indexer.signatures import MAX_LINE
+from indexer.signatures import LLAMA_STAMP, MAX_LINE, TRACE_FRAME
 
 MAX_LINES = 20_000
 """Lines of an input that are classified; a 1 MB log rarely has more, and its failure sits at the end."""
@@ -37,12 +37,10 @@ _DECORATED = re.compile(
     r"|\[(?=[^\]]{0,40}[\d.:/_-])[\w .:/-]{1,40}\] |\[[A-Za-z ]{1,40}\] (?=\d)|\[[A-Z]\] "
     # A C-style "function: message" record (llama.cpp: ``srv    load_model: ...``, ``ggml_cuda_init: ...``).
     r"|[a-z]{2,12} {1,12}[a-z_]{2,40}: |[a-z][a-z0-9]{1,20}_[a-z0-9_]{1,40}: |[a-z]{2,12}: "
-    # llama.cpp's common log: a minutes.seconds.ms.us timestamp and a one-letter level.
-    r"|\d{1,5}\.\d\d\.\d{3}\.\d{3} [IWED] )"
+    # llama.cpp's common log: its timestamp and a one-letter level.
+    rf"|{LLAMA_STAMP}[IWED] )"
 )
-_INFO = re.compile(
-    r"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG|\[I\])(?:[\s\]):]|$)|^\d{1,5}\.\d\d\.\d{3}\.\d{3} [ID] "
-)
+_INFO = re.compile(rf"(?:^|[\s\[(])(?:INFO|DEBUG|level=INFO|level=DEBUG|\[I\])(?:[\s\]):]|$)|^{LLAMA_STAMP}[ID] ")
 # Lines that are never the failure, whatever words they hold: records that start like an env dump, a
 # package list, Gin's access log or llama.cpp's timings, and records holding a metrics or access-log phrase.
 _BOILERPLATE_START = re.compile(
@@ -118,9 +116,8 @@ _CODE_LIKE = re.compile(
     r"^\s{0,8}(?:File \"|at |\$ |>>>|#|//|\{|\}|\[|\]|def |class |import |from \S+ import|Traceback \(most recent)"
 )
 # A command line (``vllm serve ... --chat-template x``, after a shell prompt ``user@host:~/dir# ``):
-# context, not the user's account of the failure.
-# A program's name opens a command only before one of its subcommands or an option ("docker run",
-# "vllm serve", "python -m"): "docker for llama server crashing" is a sentence about it.
+# context, not the user's account of the failure. A program's name opens one only before one of its
+# subcommands or an option ("docker run", "python -m"): "docker for llama server crashing" is a sentence.
 _COMMAND = re.compile(
     r"(?:^|\s)--[a-z][\w-]{1,40}|^\s{0,8}(?:sudo|export) "
     r"|^\s{0,8}(?:docker (?:run|compose|exec|logs|pull|build|start|stop|ps)|python3? (?:-\w|\S{1,200}\.py\b)"
@@ -131,8 +128,6 @@ _COMMAND = re.compile(
 # A stack frame of a compiled program: an address (``+0x21f``, ``[0x72edb99cd82f]``, ``0x7fac7ac778fd``),
 # C++ scope (``tensorrt_llm::common``) or a Go method (``cobra.(*Command).Execute(``).
 _NATIVE_FRAME = re.compile(r"\+0x[0-9a-f]{1,16}\b|\b0x[0-9a-f]{6,16}\b|\w::\w|\.\(\*?\w{1,60}\)\.\w")
-# A Python traceback's frame line: the line under it is the source code it quotes.
-_PY_FRAME = re.compile(r'\bFile "[^"]{1,400}", line \d{1,7}')
 
 
 @dataclass
@@ -225,9 +220,7 @@ SPLIT_RECORDS = 3
 
 def _join_split_records(text: str) -> str:
     """LM Studio's two-line records as one line each (its level then stands beside its message)."""
-    if "]\n" not in text and "]\r\n" not in text and "] \n" not in text:
-        return text
-    if len(_SPLIT_RECORD.findall(text[:COLLECTOR_CHARS], 0)) < SPLIT_RECORDS:
+    if "]" not in text or len(_SPLIT_RECORD.findall(text[:COLLECTOR_CHARS])) < SPLIT_RECORDS:
         return text
     return _SPLIT_RECORD.sub(r"\1 ", text)
 
@@ -351,7 +344,7 @@ def distill(text: str) -> Distilled:
         if _boilerplate(line) or (decorated and _info(line[:120])) or _env_dump(line):
             out.dropped += 1
             continue
-        after_frame, quoted = quoted, 'File "' in line and _PY_FRAME.search(line) is not None
+        after_frame, quoted = quoted, 'File "' in line and TRACE_FRAME.search(line) is not None
         if not decorated and not after_frame and prose_chars < MAX_PROSE_CHARS and _is_prose(line):
             out.prose.append(line.strip())
             prose_chars += len(line)

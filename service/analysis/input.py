@@ -105,7 +105,7 @@ class ParsedInput(BaseModel):
         """Which of ``engines`` the failure names: all of them, unless the input is a log whose failing
         lines and sentences (``named`` reads their names) leave some only to the records around them.
 
-        ``records``: the failing lines as the log wrote them, their tags included: a record's own process
+        ``records``: the decorations of the failing lines (:attr:`ErrorLine.record`): a record's own process
         tag (vLLM's API server or engine core tag) names the engine that failed, as the start-up lines do not.
         """
         if not self.log_dump or not engines:
@@ -384,16 +384,15 @@ def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> s
     """What the lexical and dense legs see: the failure lines and the user's words, no boilerplate."""
     strong = [e.text for e in lines if e.weight >= 1.0][:3]
     chosen = strong or [e.text for e in lines if e.kind in {"warning", "notice"}][:3]
-    if not chosen and distilled.is_log_dump and distilled.prose:
-        # A log whose only failing lines are weak (a wrapper's "EngineCore failed to start"): they name what
-        # failed, which the user's sentence beside them may not.
-        weak = (e.text for e in lines if e.kind in {"wrapper", "error"} and not e.text.startswith("Traceback ("))
-        chosen = [text for text in weak if len(text.split()) >= 3][:2]
-    chosen += distilled.prose
     if not chosen and distilled.is_log_dump:
-        # A log with only weak error lines (a wrapper's "failed to ..."): they still say more about the
-        # failure than the start-up records around them.
-        chosen = [e.text for e in lines][:3]
+        # A log with only weak failing lines (a wrapper's "EngineCore failed to start"): they say what failed,
+        # more than the start-up records around them do; beside the user's sentence, the two that say most.
+        if distilled.prose:
+            weak = (e.text for e in lines if e.kind in {"wrapper", "error"} and not e.text.startswith("Traceback ("))
+            chosen = [text for text in weak if len(text.split()) >= 3][:2]
+        else:
+            chosen = [e.text for e in lines][:3]
+    chosen += distilled.prose
     if not chosen:
         if distilled.is_log_dump or distilled.dropped:
             # In a log, the text the user put among the records says more than the records do.
@@ -496,8 +495,7 @@ def parse_input(text: str) -> ParsedInput:
         numbers=numbers,
         plain=distilled.plain if distilled.is_log_dump and not (strong or distilled.prose) else [],
     )
-    rows = text.splitlines() if distilled.is_log_dump else []
-    records = [rows[e.position][:MAX_LINE] for e, _ in keyed if e.weight >= 1.0 and e.position < len(rows)][:5]
+    records = [e.record for e, _ in keyed if e.weight >= 1.0 and e.record][:5]
     parsed.failure_engines = parsed.named_by_failure(parsed.engines, detect_engines, records)
     if told:  # the failure's engines are the ones the report's account names
         parsed.failure_engines = [e for e in parsed.failure_engines if e in told] or parsed.failure_engines

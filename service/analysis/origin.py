@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from indexer.documents import Document
+from indexer.signatures import TRACE_FRAME
 from service.analysis.engines import SDK_CLIENTS, detect_client, detect_engines, repo_engines
 from service.analysis.input import ParsedInput, names_a_model
 
@@ -507,9 +508,6 @@ def _only_wrapped(parsed: ParsedInput) -> str | None:
     return next((e.text for e in parsed.evidence if e.kind == "wrapper" and len(e.text) > 12), None)
 
 
-_TRACE_FRAME = re.compile(r'File "([^"\n]{1,400})", line \d{1,7}, in [\w<>.]{1,120}')
-
-
 def _raised_in_client(parsed: ParsedInput) -> str | None:
     """The client framework whose own code raised the error: the traceback's deepest frame is in its
     package (``site-packages/litellm/llms/...``). None for an SDK, whose frames only relay the server's
@@ -517,10 +515,10 @@ def _raised_in_client(parsed: ParsedInput) -> str | None:
     text = text_window(parsed.account)
     if 'File "' not in text:
         return None
-    frames = _TRACE_FRAME.findall(text)
+    frames = TRACE_FRAME.findall(text)  # (file, function) of each frame, the deepest last
     if not frames:
         return None
-    path = frames[-1].replace("\\", "/")
+    path = frames[-1][0].replace("\\", "/")
     owner = detect_client(f"{path} {path.replace('/', '.')}")  # "agents/run.py" is openai-agents' agents.run
     return owner if owner is not None and owner not in SDK_CLIENTS else None
 
@@ -571,6 +569,11 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
         if rule.side == "server" and client:
             explanation += f" {client} only reports what the server returned; the fix is on the server side."
         return Origin(side=rule.side, component=rule.category, explanation=explanation)
+    if found is not None and found.rule.side == "client":
+        # The server refused the request (a generic 4xx): what the client sent is the first suspect.
+        return Origin(
+            side="client", component=found.rule.category, explanation=f"{found.rule.why} (seen: {found.text!r})."
+        )
     prior: dict[Side, float] = {}
     text = text_window(parsed.account)
     if found is None:
@@ -589,10 +592,6 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
             # gpt-oss output going wrong on an unnamed stack: the serving layer is the first suspect.
             prior["server"] = 0.5
     voted = _from_hits(hits, prior=prior, engines=parsed.failure_engines)
-    if found is not None and found.rule.side == "client":
-        # The server refused the request (a generic 4xx): what the client sent is the first suspect.
-        explanation = f"{found.rule.why} (seen: {found.text!r})."
-        return Origin(side="client", component=found.rule.category, explanation=explanation)
     if found is not None:
         # A generic server marker: the engine produced the error; the hits may name the component.
         component = voted[1] if voted is not None and voted[0] == "server" else found.rule.category

@@ -342,3 +342,14 @@ def test_a_source_is_cited_once_per_piece_of_advice(kb: CuratedThreads) -> None:
     assert tool_flags
     for item in advice:
         assert len(set(item.sources)) == len(item.sources), item.sources
+
+
+def test_seen_flags_read_underscores_as_dashes_on_vllm_command_lines_only() -> None:
+    """vLLM reads --tool_call_parser as --tool-call-parser; SGLang's plain argparse does not, so its flag is
+    kept as written (it is no --tool-call-parser setting)."""
+    vllm = seen_flags(parse_input("vllm serve openai/gpt-oss-20b --tool_call_parser openai --enable_auto_tool_choice"))
+    assert vllm["tool-call-parser"] == "openai" and vllm["enable-auto-tool-choice"] == "true"
+    sglang = seen_flags(
+        parse_input("python -m sglang.launch_server --model-path openai/gpt-oss-20b --tool_call_parser gpt-oss")
+    )
+    assert sglang.get("tool_call_parser") == "gpt-oss" and "tool-call-parser" not in sglang
