@@ -118,11 +118,21 @@ _CODE_LIKE = re.compile(
 # A command line (``vllm serve ... --chat-template x``, after a shell prompt ``user@host:~/dir# ``):
 # context, not the user's account of the failure. A program's name opens one only before one of its
 # subcommands or an option ("docker run", "python -m"): "docker for llama server crashing" is a sentence.
+# So is a subcommand that English goes on from ("vllm serve never starts", "docker run fails with ..."):
+# a command's next word is an argument, never one of these function words or verbs of a report.
+_SENTENCE_GOES_ON = (
+    r"never|not|no|still|always|only|just|also|then|now|does|doesn't|did|didn't|do|don't|is|isn't|was|wasn't"
+    r"|are|won't|can't|cannot|will|would|keeps|kept|fails|failed|hangs|hung|crashes|crashed|works|worked"
+    r"|stops|stopped|exits|exited|dies|died|gives|gave|returns|returned|throws|threw|starts|started|seems"
+    r"|with|when|after|before|and|but|or|because|since|on|in|for|to|of|the|a|an|it|this|that"
+)
 _COMMAND = re.compile(
     r"(?:^|\s)--[a-z][\w-]{1,40}|^\s{0,8}(?:sudo|export) "
-    r"|^\s{0,8}(?:docker (?:run|compose|exec|logs|pull|build|start|stop|ps)|python3? (?:-\w|\S{1,200}\.py\b)"
-    r"|pip3? (?:install|show|list|freeze|uninstall)|uv (?:pip|run|sync|venv|add)|curl (?:-|https?:)"
+    r"|^\s{0,8}(?:python3? (?:-\w|\S{1,200}\.py\b)|curl (?:-|https?:))"
+    r"|^\s{0,8}(?:docker (?:run|compose|exec|logs|pull|build|start|stop|ps)"
+    r"|pip3? (?:install|show|list|freeze|uninstall)|uv (?:pip|run|sync|venv|add)"
     r"|vllm (?:serve|bench|run-batch|chat|complete|-)|ollama (?:run|serve|pull|create|show|ps|list|-))\b"
+    rf"(?!\s+(?:{_SENTENCE_GOES_ON})\b(?!['-]))"
     r"|^\s{0,8}[\w.-]{1,40}@[\w.-]{1,64}:\S{0,200}[#$] "
 )
 # A stack frame of a compiled program: an address (``+0x21f``, ``[0x72edb99cd82f]``, ``0x7fac7ac778fd``),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from service.analysis.distill import MAX_LINES, distill
 from service.analysis.input import parse_input
 
@@ -366,6 +368,31 @@ def test_a_sentence_about_a_program_is_not_its_command_line() -> None:
     ]
     assert distill("docker run --gpus all vllm/vllm-openai --model openai/gpt-oss-20b\n").prose == []
     assert distill("python3 serve.py with the tool server enabled and the model loaded here\n").prose == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "vllm serve never starts on the second machine after the upgrade",
+        "docker run fails with an error on the new image since this morning",
+        "ollama run keeps printing the channel markers in every answer",
+    ],
+)
+def test_a_sentence_that_goes_on_from_a_subcommand_is_the_users(sentence: str) -> None:
+    """A subcommand followed by English ("vllm serve never starts") is a report, not a command line."""
+    assert distill(sentence + "\n").prose == [sentence]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "pip install vllm openai harmony transformers accelerate",
+        "docker compose up vllm gateway worker proxy",
+        "ollama run gpt-oss:20b explain this code please",
+    ],
+)
+def test_a_subcommand_with_its_arguments_stays_a_command(command: str) -> None:
+    assert distill(command + "\n").prose == [], "five words or more, but the subcommand's arguments"
 
 
 def test_numeric_levels_of_json_records_read_as_names() -> None:
