@@ -82,7 +82,24 @@ _WRAPPER = re.compile(
     r"^\^+$|^~+$"
     # PyTorch's standing advice under every CUDA error: it points at the error, it is not one.
     r"|^cuda kernel errors might be asynchronously|^for debugging consider passing cuda_launch_blocking"
-    r"|^compile with .?torch_use_cuda_dsa)",
+    r"|^compile with .?torch_use_cuda_dsa"
+    # LM Studio's chat window: its line above the error, and its standing advice below a template error.
+    r"|^failed to send message\.?$|^this is usually an issue with the model's prompt template)",
+    re.I,
+)
+# A Jinja template error (llama.cpp's chat templates) names the template's line, then quotes it:
+# "While executing CallExpression at line 296, column 36 in source:".
+_SOURCE_INTRO = (" in source:", " in source: ")
+# Python's lines between the tracebacks of one chained failure: they say where a traceback starts, not
+# what failed.
+CHAINING = re.compile(
+    r"^(?:traceback \(most recent|during handling of the above|the above exception was the direct cause)", re.I
+)
+# A user's line that introduces the error pasted below it ("... I am getting the following error:", "...
+# gives the following error"): it names no failure of its own, so it is the user's sentence, not an error line.
+_LEAD_IN = re.compile(
+    r"(?:\b(?:following|below)\s(?:\w{1,20}\s){0,2}(?:errors?|exceptions?|tracebacks?|logs?|output|messages?)"
+    r"|\b(?:this|these|an|the|same)\s(?:errors?|exceptions?)\s{0,2}(?:below|here)?)\W{0,3}$",
     re.I,
 )
 # Records vLLM writes at ERROR level when its engine dies that hold context, not a cause: its config and
@@ -280,6 +297,9 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
             after_frame = False
             continue
         raw = raw[:MAX_LINE]
+        if raw.endswith(_SOURCE_INTRO):
+            after_frame = True  # the template's text it quotes next is source, as under a Python frame
+            continue
         memo_key = (raw, after_frame)
         if memo_key in done:
             after_frame = done[memo_key]
@@ -297,6 +317,8 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
         kind, line = classified
         whole = raw.strip()
         record = whole[: len(whole) - len(stripped)].rstrip()
+        if kind == "error" and not record and _LEAD_IN.search(line):
+            continue  # the user's lead-in to the error below it, left to the sentences
         said = kind == "error" and not record and _SENTENCE.match(line) is not None
         candidates = [(kind, line)]
         if kind in {"exception", "error", "warning"}:

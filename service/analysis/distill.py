@@ -179,7 +179,12 @@ _MARKER = re.compile(r"<\|[a-z_]{1,20}\|>")
 """A Harmony special-token marker (``<|channel|>``): a word the user quotes, not record syntax."""
 
 
+_QUOTE_MARK = re.compile(r"^\s{0,3}(?:> ?){1,4}|^\s{0,8}\u2502 ")
+"""A markdown quote's marks or a rich traceback's frame bar: what follows them is judged as it stands."""
+
+
 def _is_prose(line: str) -> bool:
+    line = _QUOTE_MARK.sub("", line, count=1)
     if _CODE_LIKE.match(line) or _COMMAND.search(line) or _NATIVE_FRAME.search(line):
         return False
     line = _MARKER.sub(" marker ", line)

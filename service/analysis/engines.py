@@ -41,6 +41,8 @@ ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             "|".join(
                 [r"\bvllm\b|\(APIServer pid=|\bEngineCore_?\w{0,8} pid=|\bopenai_gptoss\b"]
+                # The source tag of vLLM's log format on a record of its OpenAI server ("[serving_chat.py:1001]").
+                + [r"\[(?:serving_(?:chat|responses|completion|engine)|api_server|harmony_utils)\.py:\d{1,5}\]"]
                 + [_option_pattern(option) for option in _VLLM_OPTIONS]
             ),
             re.I,
@@ -98,11 +100,14 @@ CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("litellm", re.compile(r"\blitellm\b", re.I)),
     ("openai-agents", re.compile(r"openai[-_ ]agents|\bagents\.(?:exceptions|run)\b", re.I)),
-    ("codex", re.compile(r"\bcodex\b", re.I)),
+    ("codex", re.compile(r"\bcodex(?:[-_ ]?cli)?\b", re.I)),  # "codex-cli 0.22.0", "CodexCLI"
     ("crewai", re.compile(r"\bcrewai\b", re.I)),
     ("pydantic-ai", re.compile(r"pydantic[_ -]ai\b", re.I)),
     ("smolagents", re.compile(r"\bsmolagents\b", re.I)),
     ("cline", re.compile(r"\bcline\b", re.I)),
+    ("openhands", re.compile(r"\bopen[- ]?hands\b", re.I)),
+    # NVIDIA's NeMo Agent Toolkit, also by its agents' logger names (package aiq, later nat).
+    ("nemo-agent-toolkit", re.compile(r"\bnemo[- ]agent[- ]toolkit\b|\b(?:aiq|nat)\.agent\.\w{1,40}_agent\b", re.I)),
     ("claude-code", re.compile(r"\bclaude[- ]code\b(?!-router)", re.I)),
     ("ai-sdk", re.compile(r"@ai-sdk/|\bvercel ai sdk\b", re.I)),
     ("continue", re.compile(r"\bcontinuedev\b|\bcontinue\.dev\b", re.I)),
@@ -127,6 +132,9 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
         "apiserver pid",
         "enginecore",
         "openai_gptoss",
+        "serving_",
+        "api_server.py:",
+        "harmony_utils.py:",
         # Each option's first two words, in both spellings (``gpu_memory``, ``gpu-memory``).
         *(sep.join(option.split("_")[:2]) for option in _VLLM_OPTIONS for sep in "-_"),
     ),
@@ -142,6 +150,8 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
         "lang", "chatollama", "chatopenai", "chatanthropic", "chatvertexai", "chatbedrock", "chatgroq", "chatcerebras",
     ),  # fmt: skip
     "claude-code": ("claude",),
+    "openhands": ("openhands", "open hands", "open-hands"),
+    "nemo-agent-toolkit": ("nemo", "aiq.agent", "nat.agent"),
     "ai-sdk": ("ai-sdk", "vercel ai sdk"),
     "openai-agents": ("agents",),
     "pydantic-ai": ("pydantic",),

@@ -133,7 +133,10 @@ class Reproduction(BaseModel):
     input: str = Field(description="What was fed to the parser, in words")
     tokens: list[TokenInfo] = Field(description="The token sequence fed to the parser")
     error: str | None = Field(description="The parser's own error text; null when it parsed cleanly")
-    matches_input: bool = Field(description="True when the parser's error equals the error in the input")
+    matches_input: bool = Field(
+        description="True when the parser's error equals the error in the input, as far as the input shows it "
+        "(a cut-off error matches the parser's text that extends it)"
+    )
     explanation: str = Field(description="What the reproduction shows")
 
 
@@ -147,15 +150,21 @@ class _Case:
     role: str | None
     expected: str  # the error as the user shows it (possibly truncated)
     complete: bool  # False when the user's text is cut off, so a prefix match counts
+    shown: bool = True  # False when the input leaves out what the sequence is built from (a header's leftover)
 
 
 _UNEXPECTED_TOKEN = re.compile(
     r"Unexpected token (\d{1,7}) while expect(?:ing(?: start(?: token(?: (\d{1,7}))?)?)?)?"
 )
+# openai-harmony 0.0.5 and later quote the header's leftover text (``Some("to=functions.x")``); up to 0.0.4
+# it printed the leftover's whitespace-separated parts as a list (``["to=functions.x"]``, ``["a", "b"]``),
+# read in the release tags' src/encoding.rs.
+_LIST_PART = r'"(?:[^"\\]|\\.){0,300}"'
 _HEADER_LEFTOVER = re.compile(
     r"unexpected tokens remaining in message header(?::\s{0,4}(?:Some\(\"((?:[^\"\\]|\\.){0,300})\"\)"
-    r"|\[\"((?:[^\"\\]|\\.){0,300})\"\]|Some\('([^']{0,300})'\)))?"
+    rf"|\[({_LIST_PART}(?:,\s?{_LIST_PART}){{0,200}})(\])?|Some\('([^']{{0,300}})'\)))?"
 )
+_PART = re.compile(r'"((?:[^"\\]|\\.){0,300})"')
 _NO_CHANNEL = re.compile(r"channel marker present but no channel value found in header")
 _HEADER_EOS = re.compile(r"Unexpected EOS while waiting for message header to complete")
 _UNKNOWN_ROLE = re.compile(r"Unknown role: ([\w.-]{1,40})")
@@ -278,7 +287,12 @@ class HarmonyAnalyzer:
                     "the special tokens) or the server fed the parser output without its header."
                 )
             return f"{verdict} when fed this token: {what}"
-        return f"{verdict}: {case.description}."
+        if not case.shown:
+            return (
+                f"{verdict} when fed {case.description}. The input does not show what was left in the header, "
+                "so this is one header that raises this error, not necessarily the one the model wrote."
+            )
+        return f"{verdict} when fed {case.description}."
 
 
 _ENCODING_LOCK = threading.Lock()
@@ -303,42 +317,47 @@ def _load_encoding(vocab_dir: Path) -> HarmonyEncoding:
                 os.environ["TIKTOKEN_ENCODINGS_BASE"] = previous
 
 
-def _header_cases(leftover: str | None, text: str) -> list[_Case]:
-    """Headers that leave ``leftover`` unparsed, most plausible first."""
+def _header_cases(leftover: str | None, text: str, complete: bool = True) -> list[_Case]:
+    """Headers that leave ``leftover`` unparsed, most plausible first (``complete``: the input shows all of it)."""
     recipient_match = _RECIPIENT.search(text)
     recipient = recipient_match.group(1) if recipient_match else "functions.get_weather"
+    shown = leftover is not None
     if leftover is None:
         leftover = f"to={recipient}"
         expected, complete = "unexpected tokens remaining in message header", False
     else:
-        expected, complete = f'unexpected tokens remaining in message header: Some("{leftover}")', True
+        expected = f'unexpected tokens remaining in message header: Some("{leftover}")'
+        expected = expected if complete else expected[: -len('")')]
+    shown_text = leftover if len(leftover) <= 80 else leftover[:77] + "..."  # for the description only
     cases: list[_Case] = []
     if leftover.startswith("to="):
         cases.append(
             _Case(
                 f"an assistant tool-call header that names the recipient twice, before and after the "
-                f"channel ({leftover}): the parser keeps one recipient and reports the other as leftover",
+                f"channel ({shown_text}): the parser keeps one recipient and reports the other as leftover",
                 f"<|start|>assistant {leftover}<|channel|>commentary {leftover} json<|message|>{{}}<|call|>",
                 (),
                 None,
                 expected,
                 complete,
+                shown,
             )
         )
     cases.append(
         _Case(
-            f"an assistant tool-call header with extra text {leftover!r} before <|channel|>, next to a "
+            f"an assistant tool-call header with extra text {shown_text!r} before <|channel|>, next to a "
             f"valid recipient: the header has more fields than role, recipient, channel and content type",
             f"<|start|>assistant {leftover}<|channel|>commentary to={recipient} json<|message|>{{}}<|call|>",
             (),
             None,
             expected,
             complete,
+            shown,
         )
     )
     cases.append(
         _Case(
-            f"a header with {leftover!r} between the channel and the recipient: the parser reads the "
+            f"a header with {shown_text!r} between the channel and the recipient: the parser reads the "
             "recipient and content type and reports what remains",
             f"<|start|>assistant<|channel|>commentary {leftover} "
             f"to={recipient}<|constrain|>json<|message|>{{}}<|call|>",
@@ -346,6 +365,7 @@ def _header_cases(leftover: str | None, text: str) -> list[_Case]:
             None,
             expected,
             complete,
+            shown,
         )
     )
     return cases
@@ -375,10 +395,13 @@ def _find_case(texts: Sequence[str]) -> _Case | list[_Case] | None:
                 )
             )
         if m := _HEADER_LEFTOVER.search(text):
-            leftover = next((g for g in m.groups() if g is not None), None)
+            quoted, parts, closed, single = m.groups()
+            leftover = quoted if quoted is not None else single
+            if parts is not None:
+                leftover = " ".join(_PART.findall(parts))
             if leftover is not None:
                 leftover = leftover.replace('\\"', '"')
-            found.append((m.start(), _header_cases(leftover, text)))
+            found.append((m.start(), _header_cases(leftover, text, complete=parts is None or closed is not None)))
         if m := _NO_CHANNEL.search(text):
             found.append(
                 (

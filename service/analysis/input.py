@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from indexer.signatures import MAX_LINE, keyed_error_lines, normalize_signature
+from indexer.signatures import CHAINING, MAX_LINE, keyed_error_lines, normalize_signature
 from service.analysis.distill import Distilled, distill, unwrap_log
 from service.analysis.engines import detect_client, detect_engines
 from service.analysis.needles import Needled
@@ -134,7 +134,7 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
         Needled(r"\bvllm(?:-openai)?[=:]{1,2}" + _VERSION, ("vllm=", "vllm:", "vllm-openai=", "vllm-openai:"), re.I),
     ),
     ("vllm", Needled(r"^vllm\s{1,40}" + _VERSION + r"\s*$", ("vllm",), re.I | re.M)),
-    ("vllm", Needled(r"\bvllm(?: version)? " + _VERSION + r"\b", ("vllm ",), re.I)),
+    ("vllm", Needled(r"\bvllm(?: version)? `?" + _VERSION + r"\b", ("vllm ",), re.I)),  # "vLLM `v0.26.0`" too
     (
         "openai-harmony",
         Needled(r"\bopenai[-_]harmony[= :]{1,40}" + _VERSION, ("openai-harmony", "openai_harmony"), re.I),
@@ -194,8 +194,20 @@ _ENV_HINT = re.compile(
     r"(?:consider (?:passing|setting)|run with|(?:please|you can|try) set(?:ting)?(?: an?)?)\s+\W?$", re.I
 )
 # Ollama's start-up record lists its variables as a Go map: ``env="map[OLLAMA_DEBUG:INFO HF_HOME: ...]"``.
-_ENV_MAP_PAIR = re.compile(r":([^\s\]\"]{0,120})")
+# A value runs to the next variable's name (a path may hold spaces: "OLLAMA_MODELS:/Volumes/WD SN850X/...").
+_ENV_MAP_PAIR = re.compile(r":((?:(?! [A-Za-z_][A-Za-z0-9_]{1,60}:)[^\]\"\n]){0,200})")
 _ENV_MAP_UNSET = frozenset({"", "false", "0", "[]", "map[]", "0s"})
+# Values the map shows for variables left unset, per the defaults in the help text of Ollama's envconfig
+# (host 127.0.0.1:11434, keep-alive and load timeout "5m"), its queue size and its log level.
+_ENV_MAP_DEFAULTS = frozenset(
+    {
+        ("OLLAMA_HOST", "http://127.0.0.1:11434"),
+        ("OLLAMA_KEEP_ALIVE", "5m0s"),
+        ("OLLAMA_LOAD_TIMEOUT", "5m0s"),
+        ("OLLAMA_MAX_QUEUE", "512"),
+        ("OLLAMA_DEBUG", "INFO"),
+    }
+)
 _ENV_PREFIXES = ("VLLM_", "TIKTOKEN_", "OLLAMA_", "CUDA_", "NCCL_", "TRITON_", "HF_", "CODEX_")
 # "openai/gpt-oss-120b", "gpt-oss-20b-GGUF", Ollama's "gpt-oss:20b"; after "_" too ("openai_gpt-oss-20b"),
 # and a folder of a path is no owner ("/mnt/gpt-oss-120b" is gpt-oss-120b).
@@ -209,11 +221,17 @@ _TOKEN_LIST = re.compile(r"\[(\d{1,6}(?:, ?\d{1,6}){1,400})\]")
 _DEFAULTS_OFF = {"False", "None", "0", "''", "[]"}
 
 
+# Forks of llama.cpp that print their own build numbers in llama.cpp's format ("version: 4177 (9c1c74ac)"):
+# such a number is not upstream's b-tag, and a fix's release in upstream says nothing about it.
+_LLAMA_FORKS = ("ik_llama",)
+
+
 def _versions(text: str, folded: str | None = None) -> dict[str, str]:
     folded = _folded(text) if folded is None else folded
     found: dict[str, str] = {}
+    fork = any(name in folded for name in _LLAMA_FORKS)
     for name, pattern in _VERSION_PATTERNS:
-        if name in found:
+        if name in found or (fork and name == "llama.cpp"):
             continue
         match = pattern.search(text, folded)
         if match:
@@ -226,6 +244,12 @@ MAX_FLAGS = 60
 _FLAG_SCAN_CHARS = 200_000
 """Request params and env vars are looked for in this much of the input (they sit near the top)."""
 _SERVE_LINE = re.compile(r"\b(?:vllm|serve|api_server|sglang|launch_server|python3? -m|llama-server)\b")
+# A line of options with no program name: the continuation lines of a command split with a trailing
+# backslash are joined to it first, but a paste may give the options alone or after a label
+# ("Serving Arguments: --enable-auto-tool-choice ...").
+_OPTIONS_LINE = re.compile(r"^\s{0,8}(?:[A-Za-z][\w ]{0,40}:\s{0,4})?--[a-z]")
+_CONTINUATION = re.compile(r"\\[ \t]*\r?\n")
+_ARGS_HEADER = ("non-default args", "server_args=")
 
 
 def _flags(text: str) -> list[str]:
@@ -237,17 +261,22 @@ def _flags(text: str) -> list[str]:
         return len(flags) >= MAX_FLAGS
 
     def scan_lines() -> None:
-        has_args = "non-default args" in text or "server_args=" in text
-        for line in text.splitlines() if ("--" in text or has_args) else ():
+        has_args = any(header in text for header in _ARGS_HEADER)
+        joined = _CONTINUATION.sub(" ", text) if "\\" in text else text
+        header_above = False  # vLLM's args dict may sit on the line after its header once pasted
+        for line in joined.splitlines() if ("--" in text or has_args) else ():
             line = line[:MAX_LINE]
-            if "--" in line and _SERVE_LINE.search(line):
+            if "--" in line and (_SERVE_LINE.search(line) or _OPTIONS_LINE.match(line)):
                 ours = "vllm" in line.lower()  # vLLM reads --max_model_len as --max-model-len; argparse does not
                 for match in _CLI_FLAG.finditer(line):
                     name = vllm_flag(match.group(1)) if ours else match.group(1)
                     flags[f"{name} {match.group(2)}" if match.group(2) else name] = None
                     if full():
                         return
-            if "non-default args" in line or "server_args=" in line:
+            if not has_args or not line.strip() or line.lstrip().startswith(("```", "~~~")):
+                continue
+            in_line = any(header in line for header in _ARGS_HEADER)
+            if in_line or (header_above and line.lstrip().startswith("{")):
                 for match in _ARG_DICT_ITEM.finditer(line):
                     key, value = match.groups()
                     if key in {"model", "model_tag", "host", "port", "served_model_name"} or value in _DEFAULTS_OFF:
@@ -256,6 +285,7 @@ def _flags(text: str) -> list[str]:
                     flags[flag if value == "True" else f"{flag} {value.strip(chr(39))}"] = None
                     if full():
                         return
+            header_above = in_line and "{" not in line
 
     scan_lines()
     head = text[:_FLAG_SCAN_CHARS]
@@ -270,13 +300,21 @@ def _flags(text: str) -> list[str]:
             continue  # a library's advice names the variable ("consider passing CUDA_LAUNCH_BLOCKING=1")
         in_map = value is None and "map[" in head[line_start : match.start()]
         if in_map and (pair := _ENV_MAP_PAIR.match(head, match.end())) is not None:
-            if pair.group(1).lower() in _ENV_MAP_UNSET:
-                continue  # Ollama's start-up map lists every variable, unset and default ones too
-            value = pair.group(1)
+            value = pair.group(1).strip()
+            # Ollama's start-up map lists every variable, unset and default ones too, and lists (its allowed
+            # origins) with their defaults.
+            if value.lower() in _ENV_MAP_UNSET or (key, value) in _ENV_MAP_DEFAULTS or value.startswith("["):
+                continue
+        elif value:
+            value = value.rstrip(",;.)").strip("`'\"")  # a sentence's quote marks and stops ("`OLLAMA_X=1`,")
         flags[f"{key}={value}" if value else key] = None
         if full():
             break
     return list(flags)
+
+
+# The model as people write it in a sentence: "gpt oss 20b", "GPT-OSS 120B", "gpt-oss 20B".
+_MODEL_SPOKEN = re.compile(r"(?<![\w/.-])gpt[- ]oss[- ](20|120)b\b", re.I)
 
 
 def _model(text: str, folded: str | None = None) -> str | None:
@@ -286,7 +324,10 @@ def _model(text: str, folded: str | None = None) -> str | None:
         return tag.group(1)
     match = _MODEL.search(text) if "gpt-oss" in folded else None
     # "gpt-oss-20b:latest" is an Ollama tag; the colon or dot of "serving gpt-oss-120b: tools ..." is not.
-    return match.group(1).rstrip(":.-") if match else None
+    if match:
+        return match.group(1).rstrip(":.-")
+    spoken = _MODEL_SPOKEN.search(text) if "gpt" in folded else None
+    return f"gpt-oss-{spoken.group(1)}b" if spoken else None
 
 
 MAX_TOKEN_IDS = 64
@@ -388,7 +429,7 @@ def _query_text(text: str, lines: list[EvidenceLine], distilled: Distilled) -> s
         # A log with only weak failing lines (a wrapper's "EngineCore failed to start"): they say what failed,
         # more than the start-up records around them do; beside the user's sentence, the two that say most.
         if distilled.prose:
-            weak = (e.text for e in lines if e.kind in {"wrapper", "error"} and not e.text.startswith("Traceback ("))
+            weak = (e.text for e in lines if e.kind in {"wrapper", "error"} and not CHAINING.match(e.text))
             chosen = [text for text in weak if len(text.split()) >= 3][:2]
         else:
             chosen = [e.text for e in lines][:3]
@@ -469,7 +510,10 @@ def parse_input(text: str) -> ParsedInput:
     # A pasted response with no error line and no sentence: its fields say what went wrong.
     shows = [] if strong or distilled.prose else _response_facts(text)
     # The user's lines (a log record that links an issue is the engine's remark, not the user's).
-    threads, numbers = _named_threads([*distilled.prose, *distilled.plain], seen)
+    # An undecorated error line is the user's too when it links a thread ("... (github.com/...) seems related
+    # to this error").
+    users = [e.text for e, _ in keyed if e.kind == "error" and not e.record]
+    threads, numbers = _named_threads([*distilled.prose, *distilled.plain, *users], seen)
     told = detect_engines(body, strong[:5]) if body else []
     parsed = ParsedInput(
         text=text,

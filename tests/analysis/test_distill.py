@@ -418,3 +418,13 @@ def test_a_weak_failing_line_joins_the_users_sentence_in_the_query() -> None:
     )
     parsed = parse_input(log)
     assert parsed.query_text == "EngineCore failed to start.\nUsing cuda 13.0 on a single acme box with the big model."
+
+
+def test_a_quoted_tracebacks_frames_are_not_the_users_sentences() -> None:
+    text = (
+        "> Traceback (most recent call last):\n"
+        '> File "/srv/acme/entrypoints/serving_chat.py", line 785, in _build_chat_response\n'
+        "> raise ValueError(\n"
+        "> ValueError: acme output is broken\n"
+    )
+    assert parse_input(text).prose == []

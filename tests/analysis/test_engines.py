@@ -60,6 +60,20 @@ def test_clients_named_in_inputs() -> None:
     assert parse_input("codex exec failed: stream disconnected before completion").client == "codex"
 
 
+def test_agent_applications_named_as_their_users_and_logs_write_them() -> None:
+    assert parse_input("Using CodexCLI against a local endpoint, every call fails").client == "codex"
+    assert parse_input("OpenHands CLI v0.51.1 prints the raw markup of the model").client == "openhands"
+    react_log = "2026-11-27 10:00:00,000 - aiq.agent.react_agent.agent - INFO - [AGENT] Retrying ReAct Agent"
+    assert parse_input(react_log).client == "nemo-agent-toolkit"
+
+
+def test_vllms_source_tag_names_it_without_its_process_tag() -> None:
+    """vLLM's log format puts the OpenAI server module and line in brackets; SGLang names the same module
+    only in a traceback's frame."""
+    assert detect_engines("[serving_chat.py:1001] openai_harmony.HarmonyError: boom") == ["vllm"]
+    assert detect_engines('  File "/x/sglang/srt/entrypoints/openai/serving_chat.py", line 3, in f') == ["sglang"]
+
+
 def test_thread_engines_come_from_the_data() -> None:
     engines = ThreadEngines.from_documents(card_documents())
     assert engines.canonical["vllm"] == "vllm-project/vllm"

@@ -202,9 +202,30 @@ def test_header_error_without_leftover_is_reproduced_as_a_prefix(analyzer: Harmo
     assert repro is not None and repro.error is not None
     assert repro.error.startswith("unexpected tokens remaining in message header: Some(")
     assert repro.matches_input
+    assert "does not show what was left in the header" in repro.explanation, "a guessed header says it is one"
 
 
-def test_sglang_list_style_leftover_is_compared_by_content(analyzer: HarmonyAnalyzer) -> None:
+def test_a_shown_leftover_is_not_called_a_guess(analyzer: HarmonyAnalyzer) -> None:
+    error = 'HarmonyError: unexpected tokens remaining in message header: Some("to=functions.acme")'
+    repro = analyzer.reproduce(parse_input(error))
+    assert repro is not None and repro.matches_input and "does not show" not in repro.explanation
+
+
+def test_a_list_of_leftover_parts_is_the_text_they_split(analyzer: HarmonyAnalyzer) -> None:
+    """openai-harmony up to 0.0.4 printed the leftover's whitespace-separated parts as a list."""
+    text = 'HarmonyError unexpected tokens remaining in message header: ["acme_id=[1,", "2,", "3]", "more"]'
+    repro = analyzer.reproduce(parse_input(text))
+    assert repro is not None and repro.matches_input
+    assert repro.error == 'unexpected tokens remaining in message header: Some("acme_id=[1, 2, 3] more")'
+    assert "does not show" not in repro.explanation
+    cut = 'HarmonyError unexpected tokens remaining in message header: ["acme_id=[1,", "2,", "3]"'
+    repro = analyzer.reproduce(parse_input(cut))
+    assert repro is not None and repro.matches_input, "a list cut off in the paste matches as a prefix"
+    prefix = 'unexpected tokens remaining in message header: Some("acme'
+    assert repro.error is not None and repro.error.startswith(prefix)
+
+
+def test_list_style_leftover_is_compared_by_content(analyzer: HarmonyAnalyzer) -> None:
     text = 'Error in request: unexpected tokens remaining in message header: ["to=functions.get_weather"]'
     repro = analyzer.reproduce(parse_input(text))
     assert repro is not None and repro.matches_input

@@ -281,13 +281,97 @@ def test_env_vars_a_library_advises_are_not_the_users_settings() -> None:
 def test_ollamas_env_map_gives_the_values_that_are_set() -> None:
     line = (
         'time=2026-11-27T10:00:00Z level=INFO source=routes.go:1 msg="server config" env="map[CUDA_VISIBLE_DEVICES: '
-        'OLLAMA_CONTEXT_LENGTH:65536 OLLAMA_FLASH_ATTENTION:true OLLAMA_INTEL_GPU:false OLLAMA_KEEP_ALIVE:5m0s]"'
+        'OLLAMA_CONTEXT_LENGTH:65536 OLLAMA_FLASH_ATTENTION:true OLLAMA_INTEL_GPU:false OLLAMA_KEEP_ALIVE:30m0s '
+        "OLLAMA_LOAD_TIMEOUT:5m0s OLLAMA_MODELS:/Volumes/Acme Disk/models OLLAMA_ORIGINS:[http://localhost "
+        'https://localhost] OLLAMA_SCHED_SPREAD:true http_proxy: no_proxy:]"'
     )
     assert parse_input(line).flags == [
         "OLLAMA_CONTEXT_LENGTH=65536",
         "OLLAMA_FLASH_ATTENTION=true",
-        "OLLAMA_KEEP_ALIVE=5m0s",
-    ]
+        "OLLAMA_KEEP_ALIVE=30m0s",
+        "OLLAMA_MODELS=/Volumes/Acme Disk/models",
+        "OLLAMA_SCHED_SPREAD=true",
+    ], "unset and default values and the origins list are left out; a value with spaces is whole"
+
+
+def test_an_env_var_a_sentence_quotes_keeps_no_quote_marks() -> None:
+    text = "With `OLLAMA_FLASH_ATTENTION=1` and `OLLAMA_KV_CACHE_TYPE=q8_0`, the acme server stops."
+    assert parse_input(text).flags == ["OLLAMA_FLASH_ATTENTION=1", "OLLAMA_KV_CACHE_TYPE=q8_0"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # a command split over lines with trailing backslashes
+        "vllm serve openai/gpt-oss-120b \\\n  --tool-call-parser openai \\\n  --enable-auto-tool-choice\n",
+        # the options alone after a label
+        "Serving Arguments: --tool-call-parser openai --enable-auto-tool-choice\n",
+        # vLLM's args dict on the line after its header, in a fence
+        "non-default args:\n```\n{'tool_call_parser': 'openai', 'enable_auto_tool_choice': True}\n```\n",
+    ],
+)
+def test_flags_are_read_however_the_command_is_pasted(text: str) -> None:
+    flags = parse_input(text).flags
+    assert "--tool-call-parser openai" in flags and "--enable-auto-tool-choice" in flags
+
+
+def test_a_sentence_that_names_a_flag_is_not_an_options_line() -> None:
+    assert parse_input("I tried adding --tool-call-parser openai but nothing changed at all.").flags == []
+
+
+@pytest.mark.parametrize(
+    ("text", "model"),
+    [("I serve GPT OSS 120B on two cards", "gpt-oss-120b"), ("gpt-oss 20B answers with markers", "gpt-oss-20b")],
+)
+def test_the_model_written_with_spaces_is_read(text: str, model: str) -> None:
+    assert parse_input(text).model == model
+
+
+def test_a_version_in_backticks_is_read() -> None:
+    assert parse_input("With vLLM `v0.26.0` the acme call fails.").versions == {"vllm": "0.26.0"}
+
+
+def test_a_llama_cpp_forks_build_number_is_not_upstreams_tag() -> None:
+    log = "ik_llama.cpp server\nversion: 4177 (9c1c74ac)\n"
+    assert "llama.cpp" not in parse_input(log).versions
+    assert parse_input("llama-server\nversion: 6992 (aa3b7a90b)\n").versions == {"llama.cpp": "b6992"}
+
+
+def test_a_lead_in_to_the_error_is_the_users_sentence_not_an_error_line() -> None:
+    text = "When I run the acme model I am getting the following error:\nValueError: acme header is broken\n"
+    parsed = parse_input(text)
+    assert parsed.signatures == ["ValueError: acme header is broken"]
+    assert "getting the following error" in parsed.query_text, "it stays as the user's words"
+
+
+def test_a_jinja_errors_quoted_template_source_is_not_an_error_line() -> None:
+    text = (
+        "While executing CallExpression at line 9, column 4 in source:\n"
+        '...{{- raise_exception("Cannot pass acme content and thinking ...\n'
+        "                   ^\n"
+        "Error: Jinja Exception: Acme content and thinking in one message\n"
+    )
+    assert parse_input(text).signatures == ["Error: Jinja Exception: Acme content and thinking in one message"]
+
+
+def test_python_chaining_lines_are_not_the_query_of_a_log() -> None:
+    record = "(APIServer pid=1)"
+    log = "\n".join(
+        [
+            "The acme stream gets worse after a while.",
+            f"{record} During handling of the above exception, another exception occurred:",
+            *(f'{record}   File "/x/acme_{i}.py", line {i}, in run\n{record}     run_{i}()' for i in range(4)),
+        ]
+    )
+    assert "During handling" not in parse_input(log).query_text
+
+
+def test_a_link_in_the_users_error_sentence_is_a_named_thread() -> None:
+    text = (
+        'I get the error "unexpected tokens remaining in message header".\n'
+        "The issue https://github.com/acme/harmony/issues/27 seems related to this error.\n"
+    )
+    assert parse_input(text).threads == ["acme/harmony#27"]
 
 
 def test_an_exception_a_sentence_quotes_in_backticks_is_a_signature() -> None:
@@ -361,3 +445,13 @@ def test_more_clients_are_named(text: str, client: str | None) -> None:
 def test_report_labels_and_quote_marks_are_not_part_of_the_error() -> None:
     text = "**Error Details**\n> openai.APIError: acme failed in the stream\n\u2502 ValueError: acme value\n"
     assert parse_input(text).signatures == ["openai.APIError: acme failed in the stream", "ValueError: acme value"]
+
+
+def test_lm_studios_chat_window_lines_wrap_the_error() -> None:
+    text = (
+        "Failed to send message\n"
+        'Error rendering prompt with jinja template: "Cannot pass acme content here".\n'
+        "This is usually an issue with the model's prompt template. If you cannot find a fixed one, ask.\n"
+    )
+    error = 'Error rendering prompt with jinja template: "Cannot pass acme content here".'
+    assert parse_input(text).signatures == [error]
