@@ -384,7 +384,10 @@ def _other_model(text: str) -> str | None:
 _CONTENT_HARMONY = re.compile(
     r"""["']content["']\s{0,3}:\s{0,3}["'][^"']{0,2000}?<\|(?:channel|start|message|constrain|call)\|>"""
 )
-_CONTENT_TOOL = re.compile(r"""<\|(?:constrain|call)\|>|\bto=functions\.""")
+# A tool call's markers, or JSON arguments opened on the commentary channel (where Harmony puts tool calls).
+_CONTENT_TOOL = re.compile(
+    r"""<\|(?:constrain|call)\|>|\bto=functions\.|<\|channel\|>commentary<\|message\|>\s{0,3}\{"""
+)
 _NO_TOOL_CALLS = re.compile(r"""["']tool_calls["']\s{0,3}:\s{0,3}(?:\[\s{0,3}\]|null|None)""")
 _TOOL_NAME_HARMONY = re.compile(r"""["']name["']\s{0,3}:\s{0,3}["'][^"']{0,200}?<\|""")
 _NULL_CONTENT_STOP = re.compile(

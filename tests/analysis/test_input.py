@@ -199,6 +199,9 @@ def test_a_pasted_response_says_what_its_fields_show() -> None:
         "<|message|>{}', 'tool_calls': []}}]}"
     )
     assert parse_input(call).response_shows == ["Tool call JSON in content and tool_calls empty"]
+    # JSON arguments on the commentary channel are a tool call's, not reasoning.
+    bare_call = '{"message": {"content": "<|channel|>commentary<|message|>{\\"path\\": \\"/\\"}<|end|>"}}'
+    assert parse_input(bare_call).response_shows == ["Tool call JSON in content and tool_calls empty"]
     empty = '{"choices":[{"message":{"content":null},"finish_reason":"stop"}]}'
     assert parse_input(empty).response_shows == ["Content is null with finish reason stop"]
     named = '{"tool_calls":[{"function":{"name":"get_weather<|channel|>commentary","arguments":"{}"}}]}'
