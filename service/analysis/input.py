@@ -249,6 +249,26 @@ _SERVE_LINE = re.compile(r"\b(?:vllm|serve|api_server|sglang|launch_server|pytho
 # ("Serving Arguments: --enable-auto-tool-choice ...").
 _OPTIONS_LINE = re.compile(r"^\s{0,8}(?:[A-Za-z][\w ]{0,40}:\s{0,4})?--[a-z]")
 _CONTINUATION = re.compile(r"\\[ \t]*\r?\n")
+# llama-server's short options, as its long names (common/arg.cpp's option table): "-c 0 -fa on -ngl 99".
+_LLAMA_LINE = re.compile(r"\bllama-(?:server|cli)\b")
+_SHORT_OPTION = re.compile(r"(?<![\w-])(-[a-z]{1,5})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?")
+_LLAMA_SHORT = {
+    "-m": "--model",
+    "-a": "--alias",
+    "-c": "--ctx-size",
+    "-n": "--predict",
+    "-t": "--threads",
+    "-b": "--batch-size",
+    "-ub": "--ubatch-size",
+    "-np": "--parallel",
+    "-ngl": "--gpu-layers",
+    "-fa": "--flash-attn",
+    "-ctk": "--cache-type-k",
+    "-ctv": "--cache-type-v",
+    "-dev": "--device",
+    "-sm": "--split-mode",
+    "-ncmoe": "--n-cpu-moe",
+}
 _ARGS_HEADER = ("non-default args", "server_args=")
 
 
@@ -273,6 +293,13 @@ def _flags(text: str) -> list[str]:
                     flags[f"{name} {match.group(2)}" if match.group(2) else name] = None
                     if full():
                         return
+            if _LLAMA_LINE.search(line):
+                for match in _SHORT_OPTION.finditer(line):
+                    name = _LLAMA_SHORT.get(match.group(1))
+                    if name is not None:
+                        flags[f"{name} {match.group(2)}" if match.group(2) else name] = None
+                        if full():
+                            return
             if not has_args or not line.strip() or line.lstrip().startswith(("```", "~~~")):
                 continue
             in_line = any(header in line for header in _ARGS_HEADER)

@@ -397,6 +397,7 @@ def test_a_vllm_command_lines_flags_are_read_as_vllm_reads_them() -> None:
         "--tool_call_parser gpt-oss",  # SGLang's argparse takes no underscores: left as written
         "--jinja",
         "--reasoning-format none",
+        "--model gpt-oss-20b.gguf",  # llama-server's -m
     ]
 
 
@@ -458,3 +459,9 @@ def test_lm_studios_chat_window_lines_wrap_the_error() -> None:
     )
     error = 'Error rendering prompt with jinja template: "Cannot pass acme content here".'
     assert parse_input(text).signatures == [error]
+
+
+def test_llama_servers_short_options_are_read_as_its_long_names() -> None:
+    flags = parse_input("llama-server -m /models/acme.gguf -c 0 -fa on -ngl 99 --jinja -xyz 1").flags
+    assert flags == ["--jinja", "--model /models/acme.gguf", "--ctx-size 0", "--flash-attn on", "--gpu-layers 99"]
+    assert parse_input("python serve.py -c 0 -fa on").flags == [], "another program's short options are its own"
