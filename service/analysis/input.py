@@ -272,6 +272,12 @@ _LLAMA_SHORT = {
 _ARGS_HEADER = ("non-default args", "server_args=")
 
 
+def _option(name: str, value: str | None) -> str:
+    """``--name value`` as read off a command line; a sentence's colon or comma after the value is not it."""
+    value = value.rstrip(":,;") if value else value
+    return f"{name} {value}" if value else name
+
+
 def _flags(text: str) -> list[str]:
     # An insertion-ordered dict is the set: membership is O(1), and the cap is checked while scanning,
     # so a megabyte of distinct flags costs one pass that stops at the cap, not a quadratic scan.
@@ -284,20 +290,20 @@ def _flags(text: str) -> list[str]:
         has_args = any(header in text for header in _ARGS_HEADER)
         joined = _CONTINUATION.sub(" ", text) if "\\" in text else text
         header_above = False  # vLLM's args dict may sit on the line after its header once pasted
-        for line in joined.splitlines() if ("--" in text or has_args) else ():
+        for line in joined.splitlines() if ("--" in text or has_args or "llama-" in text) else ():
             line = line[:MAX_LINE]
             if "--" in line and (_SERVE_LINE.search(line) or _OPTIONS_LINE.match(line)):
                 ours = "vllm" in line.lower()  # vLLM reads --max_model_len as --max-model-len; argparse does not
                 for match in _CLI_FLAG.finditer(line):
                     name = vllm_flag(match.group(1)) if ours else match.group(1)
-                    flags[f"{name} {match.group(2)}" if match.group(2) else name] = None
+                    flags[_option(name, match.group(2))] = None
                     if full():
                         return
             if _LLAMA_LINE.search(line):
                 for match in _SHORT_OPTION.finditer(line):
                     name = _LLAMA_SHORT.get(match.group(1))
                     if name is not None:
-                        flags[f"{name} {match.group(2)}" if match.group(2) else name] = None
+                        flags[_option(name, match.group(2))] = None
                         if full():
                             return
             if not has_args or not line.strip() or line.lstrip().startswith(("```", "~~~")):

@@ -465,3 +465,8 @@ def test_llama_servers_short_options_are_read_as_its_long_names() -> None:
     flags = parse_input("llama-server -m /models/acme.gguf -c 0 -fa on -ngl 99 --jinja -xyz 1").flags
     assert flags == ["--jinja", "--model /models/acme.gguf", "--ctx-size 0", "--flash-attn on", "--gpu-layers 99"]
     assert parse_input("python serve.py -c 0 -fa on").flags == [], "another program's short options are its own"
+
+
+def test_a_sentences_colon_after_a_flags_value_is_not_the_value() -> None:
+    flags = parse_input("llama-server -m acme.gguf -fa on: then it crashes").flags
+    assert flags == ["--model acme.gguf", "--flash-attn on"]
