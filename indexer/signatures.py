@@ -99,7 +99,8 @@ CHAINING = re.compile(
 # gives the following error"): it names no failure of its own, so it is the user's sentence, not an error line.
 _LEAD_IN = re.compile(
     r"(?:\b(?:following|below)\s(?:\w{1,20}\s){0,2}(?:errors?|exceptions?|tracebacks?|logs?|output|messages?)"
-    r"|\b(?:this|these|an|the|same)\s(?:errors?|exceptions?)\s{0,2}(?:below|here)?)\W{0,3}$",
+    r"|\b(?:this|these|an|the|same)\s(?:errors?|exceptions?)\s{0,2}(?:below|here)?"
+    r"|\b(?:errors?|exceptions?|tracebacks?)\b[^:\n]{0,40}\b(?:is|are|was|were|says?|reads?)\s{0,2}:)\W{0,3}$",
     re.I,
 )
 # Records vLLM writes at ERROR level when its engine dies that hold context, not a cause: its config and

@@ -78,11 +78,13 @@ class InputWindow:
 
     text: str
     low: str
+    engines: tuple[str, ...] = ()
+    """The engines the failure names (else the input's): vLLM's flags are advice only when vLLM is one."""
 
     @classmethod
     def of(cls, parsed: ParsedInput) -> InputWindow:
         text = text_window(parsed.text)
-        return cls(text, folded(text))
+        return cls(text, folded(text), tuple(parsed.failure_engines or parsed.engines))
 
 
 def _command_lines(window: InputWindow) -> list[str]:
@@ -275,6 +277,16 @@ _VLLM = Needled(
     ),
     re.I,
 )
+_RESPONSES_ONLY = Needled(
+    r"/v1/responses|responses\.create|\bResponses API\b|serving_responses|\bResponsesRequest\b",
+    ("/v1/responses", "responses.create", "responses api", "serving_responses", "responsesrequest"),
+    re.I,
+)
+_CHAT_COMPLETIONS = Needled(
+    r"chat/completions|chat\.completions|\bChatCompletion|\bchat completions?\b",
+    ("chat/completions", "chat.completions", "chatcompletion", "chat completion"),
+    re.I,
+)
 _TOOL_SYMPTOM = Needled(
     r"tool[_ ]calls?\b|tool choice|tool_choice|function calls?\b|function[ _-]?calling\b|tools array|call a function"
     r"|enable-auto-tool-choice|tool-call-parser|tool_call_parser",
@@ -321,6 +333,8 @@ _OTHER_MODEL = Needled(
 def _vllm_context(window: InputWindow, hits: Sequence[Document]) -> bool:
     """True when vLLM flags for gpt-oss apply: not another engine, not another model family."""
     text, low = window.text, window.low
+    if window.engines and "vllm" not in window.engines:
+        return False  # SGLang and lmdeploy take a --tool-call-parser too: the flag's name does not make it vLLM
     if _OTHER_MODEL.search(text, low) and not _GPT_OSS.search(text, low):
         return False
     if _VLLM.search(text, low):
@@ -341,6 +355,10 @@ def _tool_parser_advice(
     text = window.text
     wants_tools = category == "tool-calling" or bool(_TOOL_SYMPTOM.search(text, window.low))
     if not wants_tools or not _vllm_context(window, hits):
+        return []
+    if _RESPONSES_ONLY.search(text, window.low) and not _CHAT_COMPLETIONS.search(text, window.low):
+        # vLLM's Responses API builds gpt-oss tool calls from the Harmony messages (HarmonyContext), not with
+        # the Chat Completions tool-call parser (read in the release packages).
         return []
     has_parser = flags.get("tool-call-parser", "").lower() == "openai"
     has_auto = "enable-auto-tool-choice" in flags and flags["enable-auto-tool-choice"].lower() not in {

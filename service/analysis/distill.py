@@ -179,20 +179,27 @@ _MARKER = re.compile(r"<\|[a-z_]{1,20}\|>")
 """A Harmony special-token marker (``<|channel|>``): a word the user quotes, not record syntax."""
 
 
+_OPTION_START = re.compile(r"^\s{0,8}--?[A-Za-z]")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+"""A kana, CJK ideograph or Hangul syllable."""
 _QUOTE_MARK = re.compile(r"^\s{0,3}(?:> ?){1,4}|^\s{0,8}\u2502 ")
 """A markdown quote's marks or a rich traceback's frame bar: what follows them is judged as it stands."""
 
 
 def _is_prose(line: str) -> bool:
     line = _QUOTE_MARK.sub("", line, count=1)
+    if line.rstrip().endswith("\\") or _OPTION_START.match(line):
+        return False  # a command's continued line or its options ("-v /srv/x:/x \\")
     if _CODE_LIKE.match(line) or _COMMAND.search(line) or _NATIVE_FRAME.search(line):
         return False
     line = _MARKER.sub(" marker ", line)
     words = _WORD.findall(line)
-    if len(words) < 5:
+    # Chinese, Japanese and Korean sentences have few or no spaced words: their characters count instead.
+    cjk = len(_CJK.findall(line)) if not line.isascii() else 0
+    if len(words) < 5 and cjk < 6:
         return False
     # Mostly words, few symbols: a sentence, not a record, a dict dump or a path.
-    letters = sum(len(w) for w in words)
+    letters = sum(len(w) for w in words) + cjk
     # Structural symbols only: a sentence may quote a field (``reasoning_content``), a path or a value.
     symbols = sum(1 for c in line if c in "{}[]()=<>\\|;")
     return letters >= 0.6 * len(line.strip()) and symbols <= 0.1 * len(line)

@@ -68,6 +68,17 @@ ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("tgi", re.compile(r"text-generation-inference|\btgi\b", re.I)),
 )
 
+_Table = tuple[tuple[str, re.Pattern[str]], ...]
+
+
+def _ascii_words(table: _Table) -> _Table:
+    """The table with ASCII word boundaries: a name written against Chinese or Japanese text
+    ("后端使用sglang推理") is still a word of its own."""
+    return tuple((name, re.compile(p.pattern, (p.flags & ~re.UNICODE) | re.ASCII)) for name, p in table)
+
+
+ENGINES = _ascii_words(ENGINES)
+
 _ENGINE_NAMES = {
     "vllm": "vLLM",
     "sglang": "SGLang",
@@ -120,6 +131,8 @@ CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("httpx", re.compile(r"\bhttpx\b")),
     ("requests", re.compile(r"\brequests\.exceptions")),
 )
+
+CLIENTS = _ascii_words(CLIENTS)
 
 SDK_CLIENTS = frozenset({"openai-python", "ollama-python", "httpx", "requests"})
 """Client libraries rather than applications: they relay what the server said and decide nothing."""

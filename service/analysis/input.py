@@ -70,8 +70,8 @@ class ParsedInput(BaseModel):
     response_shows: list[str] = Field(
         default=[],
         description="What a pasted chat completion shows (raw Harmony in its content, in a tool name, no content "
-        "with finish_reason stop), as the titles of the reference sections that cover it; only for an input "
-        "with no error line or sentence",
+        "with finish_reason stop, a Responses API object cut off by max_output_tokens), as the titles of the "
+        "reference sections that cover it; only for an input with no error line",
     )
     numbers: list[int] = Field(
         default=[],
@@ -131,7 +131,10 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
     ("vllm", Needled(r"\bvLLM\b[\w ]{0,20}? version " + _VERSION, (" version ",))),
     (
         "vllm",
-        Needled(r"\bvllm(?:-openai)?[=:]{1,2}" + _VERSION, ("vllm=", "vllm:", "vllm-openai=", "vllm-openai:"), re.I),
+        # Not another image's tag that ends in the name ("intel/llm-scaler-vllm:0.11.1-b7").
+        Needled(
+            r"(?<![\w-])vllm(?:-openai)?[=:]{1,2}" + _VERSION, ("vllm=", "vllm:", "vllm-openai=", "vllm-openai:"), re.I
+        ),
     ),
     ("vllm", Needled(r"^vllm\s{1,40}" + _VERSION + r"\s*$", ("vllm",), re.I | re.M)),
     ("vllm", Needled(r"\bvllm(?: version)? `?" + _VERSION + r"\b", ("vllm ",), re.I)),  # "vLLM `v0.26.0`" too
@@ -147,7 +150,11 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
     ("torch", Needled(r"\btorch==" + _VERSION, ("torch==",), re.I)),
     ("triton", Needled(r"^triton\s{1,40}" + _VERSION, ("triton",), re.I | re.M)),
     ("sglang", Needled(r"\bsglang[= :]{1,40}" + _VERSION, ("sglang=", "sglang ", "sglang:"), re.I)),
-    ("ollama", Needled(r"\bollama(?: version is)?[= :]{1,10}" + _VERSION, ("ollama=", "ollama ", "ollama:"), re.I)),
+    (
+        "ollama",
+        Needled(r"\bollama(?: version(?: is)?)?[= :]{1,10}" + _VERSION, ("ollama=", "ollama ", "ollama:"), re.I),
+    ),
+    ("lmdeploy", Needled(r"\blmdeploy(?: version)?[= :]{1,10}" + _VERSION, ("lmdeploy",), re.I)),
     ("vllm-mlx", Needled(r"\bvllm[-_]mlx(?: version)?[= :]{1,10}" + _VERSION, ("vllm-mlx", "vllm_mlx"), re.I)),
     ("cuda", Needled(r"\bCUDA(?: Version)?:? " + _VERSION, ("cuda ", "cuda:"))),
     # llama.cpp's build number: llama-server's start-up "build: 6992 (aa3b7a90b) with ...", "--version"'s
@@ -216,7 +223,8 @@ _MODEL = re.compile(
     re.I,
 )
 _MODEL_TAG = re.compile(r"'model(?:_tag)?': '([^']{1,200})'")
-_TOKEN_ID = re.compile(r"\btokens? (?:id )?(\d{1,6})\b|\btoken_id[=: ]{1,3}(\d{1,6})\b", re.I)
+# "token 200002", "token_id=13"; not an option's name ("--max-num-batched-tokens 2048").
+_TOKEN_ID = re.compile(r"(?<![-_])\btokens? (?:id )?(\d{1,6})\b|\btoken_id[=: ]{1,3}(\d{1,6})\b", re.I)
 _TOKEN_LIST = re.compile(r"\[(\d{1,6}(?:, ?\d{1,6}){1,400})\]")
 _DEFAULTS_OFF = {"False", "None", "0", "''", "[]"}
 
@@ -353,7 +361,7 @@ _MODEL_SPOKEN = re.compile(r"(?<![\w/.-])gpt[- ]oss[- ](20|120)b\b", re.I)
 def _model(text: str, folded: str | None = None) -> str | None:
     folded = _folded(text) if folded is None else folded
     tag = _MODEL_TAG.search(text) if "'model" in folded else None
-    if tag:
+    if tag and tag.group(1).lower() not in {"true", "false", "none", ""}:  # a stray boolean taken as the model
         return tag.group(1)
     match = _MODEL.search(text) if "gpt-oss" in folded else None
     # "gpt-oss-20b:latest" is an Ollama tag; the colon or dot of "serving gpt-oss-120b: tools ..." is not.
@@ -426,12 +434,18 @@ _TOOL_NAME_HARMONY = re.compile(r"""["']name["']\s{0,3}:\s{0,3}["'][^"']{0,200}?
 _NULL_CONTENT_STOP = re.compile(
     r"""["']content["']\s{0,3}:\s{0,3}(?:null|None)\b.{0,2000}?["']finish_reason["']\s{0,3}:\s{0,3}["']stop""", re.S
 )
+# A Responses API object cut off by its token budget (``status='incomplete'``, ``reason='max_output_tokens'``).
+_STATUS_INCOMPLETE = re.compile(r"""\bstatus["']?\s{0,3}[:=]\s{0,3}["']incomplete["']""")
+_REASON_BUDGET = re.compile(r"""\breason["']?\s{0,3}[:=]\s{0,3}["']max_output_tokens["']""")
 _RESPONSE_WINDOW = 20_000
 
 
-def _with_facts(query: str, shows: list[str]) -> str:
-    """The query text, led by what a pasted response shows."""
-    return "\n".join([*shows, query])[:MAX_QUERY_CHARS] if shows else query
+def _with_facts(query: str, shows: list[str], lead: bool) -> str:
+    """The query text with what a pasted response shows: leading it, or after the user's words (``lead``
+    False) that say the symptom first."""
+    if not shows:
+        return query
+    return "\n".join([*shows, query] if lead else [query, *shows])[:MAX_QUERY_CHARS]
 
 
 def _response_facts(text: str) -> list[str]:
@@ -439,8 +453,9 @@ def _response_facts(text: str) -> list[str]:
     Harmony in its content (a tool call with no tool_calls, or reasoning), Harmony tokens in a tool name,
     or no content with finish_reason stop; empty for anything else."""
     window = text[:_RESPONSE_WINDOW]
+    incomplete = "incomplete" in window and _STATUS_INCOMPLETE.search(window) and _REASON_BUDGET.search(window)
     if "content" not in window and "name" not in window:
-        return []
+        return ["Responses API output status and truncation"] if incomplete else []
     facts = []
     harmony = _CONTENT_HARMONY.search(window)
     if harmony is not None:
@@ -454,6 +469,8 @@ def _response_facts(text: str) -> list[str]:
         facts.append("Harmony tokens leak into tool names")
     if _NULL_CONTENT_STOP.search(window):
         facts.append("Content is null with finish reason stop")
+    if incomplete:
+        facts.append("Responses API output status and truncation")
     return facts
 
 
@@ -543,8 +560,8 @@ def parse_input(text: str) -> ParsedInput:
     # A sentence that is itself an error line is already evidence: prose is what the user adds to it.
     seen = {key for _, key in keyed}
     distilled.prose = [line for line in distilled.prose if normalize_signature(line) not in seen]
-    # A pasted response with no error line and no sentence: its fields say what went wrong.
-    shows = [] if strong or distilled.prose else _response_facts(text)
+    # A pasted response with no error line: its fields say what went wrong, beside any sentence of the user.
+    shows = [] if strong else _response_facts(text)
     # The user's lines (a log record that links an issue is the engine's remark, not the user's).
     # An undecorated error line is the user's too when it links a thread ("... (github.com/...) seems related
     # to this error").
@@ -556,7 +573,7 @@ def parse_input(text: str) -> ParsedInput:
         signatures=signatures,
         normalized=[key for _, key in signature_keys],
         evidence=lines,
-        query_text=_with_facts(_query_text(text, lines, distilled), shows),
+        query_text=_with_facts(_query_text(text, lines, distilled), shows, lead=not distilled.prose),
         response_shows=shows,
         is_log=any(e.weight >= 1.0 for e in lines),
         versions=_versions(text, folded),

@@ -222,7 +222,7 @@ RULES: tuple[Rule, ...] = (
         "server",
         "responses-api",
         _rx(r"serving_responses|/v1/responses|Responses API|store=True|response store"),
-        "vLLM's Responses API layer rejected or mishandled the request",
+        "the server's Responses API layer rejected or mishandled the request",
     ),
     Rule(
         "client",

@@ -353,3 +353,23 @@ def test_seen_flags_read_underscores_as_dashes_on_vllm_command_lines_only() -> N
         parse_input("python -m sglang.launch_server --model-path openai/gpt-oss-20b --tool_call_parser gpt-oss")
     )
     assert sglang.get("tool_call_parser") == "gpt-oss" and "tool-call-parser" not in sglang
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # SGLang and lmdeploy take a --tool-call-parser too
+        "lmdeploy serve api_server openai/gpt-oss-20b --tool-call-parser gpt-oss: tool calls arrive as text in content",
+        "python -m sglang.launch_server --model openai/gpt-oss-20b: the tool calls arrive as text in the content",
+        # vLLM's Responses API builds gpt-oss tool calls from the Harmony messages, not with the parser
+        "vLLM /v1/responses with gpt-oss-20b and a tools array: the function call never comes back as an item",
+    ],
+)
+def test_vllms_tool_parser_flags_are_not_advised_where_they_do_not_apply(
+    text: str, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"), kb)
+    assert not [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
+    chat = "vLLM /v1/chat/completions (the Responses API works) with a tools array: tool calls arrive as text"
+    advice = advise(parse_input(chat), _hits(cards, "vllm-project/vllm#22337"), kb)
+    assert [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]

@@ -470,3 +470,51 @@ def test_llama_servers_short_options_are_read_as_its_long_names() -> None:
 def test_a_sentences_colon_after_a_flags_value_is_not_the_value() -> None:
     flags = parse_input("llama-server -m acme.gguf -fa on: then it crashes").flags
     assert flags == ["--model acme.gguf", "--flash-attn on"]
+
+
+def test_an_options_name_is_not_a_token_id() -> None:
+    assert parse_input("vllm serve acme --max-num-batched-tokens 2048").token_ids == []
+    assert parse_input("HarmonyError: Unexpected token 200002 while expecting start token 200006").token_ids == [
+        200002,
+        200006,
+    ]
+
+
+def test_a_boolean_taken_for_the_model_tag_is_not_the_model() -> None:
+    args = "non-default args: {'model_tag': 'true', 'model': 'openai/gpt-oss-20b', 'async_scheduling': True}"
+    assert parse_input(args).model == "openai/gpt-oss-20b"
+
+
+@pytest.mark.parametrize(
+    ("text", "versions"),
+    [
+        ("lmdeploy version:0.11.1", {"lmdeploy": "0.11.1"}),
+        ("broken since Ollama version 0.11.11", {"ollama": "0.11.11"}),
+        ("image acme/llm-scaler-vllm:0.11.1-b7", {}),  # another image whose name ends in vllm
+        ("docker run vllm/vllm-openai:v0.10.1", {"vllm": "0.10.1"}),
+    ],
+)
+def test_versions_as_pasted(text: str, versions: dict[str, str]) -> None:
+    assert parse_input(text).versions == versions
+
+
+def test_a_lead_in_that_says_what_the_error_is_is_not_one() -> None:
+    assert parse_input("The error we are seeing is:\nValueError: acme broke\n").signatures == ["ValueError: acme broke"]
+
+
+def test_a_chinese_sentence_is_the_users_and_names_its_engine() -> None:
+    text = "使用自定义模型定义了gpt-oss-120b，后端使用sglang推理，推理过程被直接打印出来了。\n"
+    parsed = parse_input(text)
+    assert parsed.prose == [text.strip()] and parsed.engines == ["sglang"]
+
+
+def test_a_responses_object_cut_off_by_its_budget_is_a_fact_beside_the_users_words() -> None:
+    text = (
+        "The acme agent gets an empty answer from the server every time.\n"
+        "Response(id='resp_1', incomplete_details=IncompleteDetails(reason='max_output_tokens'), output=[], "
+        "status='incomplete')\n"
+    )
+    parsed = parse_input(text)
+    assert parsed.response_shows == ["Responses API output status and truncation"]
+    assert parsed.query_text.startswith("The acme agent"), "the user's words lead, the fact follows"
+    assert parsed.query_text.endswith("Responses API output status and truncation")
