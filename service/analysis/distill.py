@@ -179,15 +179,25 @@ _MARKER = re.compile(r"<\|[a-z_]{1,20}\|>")
 """A Harmony special-token marker (``<|channel|>``): a word the user quotes, not record syntax."""
 
 
+# A fence whose info string names a programming or data language: its lines are code, not sentences.
+_CODE_FENCE = re.compile(
+    r"^(?:`{3,}|~{3,})\s*(?:python|py|python3|json|jsonc|javascript|js|typescript|ts|bash|sh|shell|zsh|console"
+    r"|yaml|yml|toml|ini|go|golang|rust|java|kotlin|c|cpp|c\+\+|csharp|cs|dockerfile|docker|jinja2?|sql)\b",
+    re.I,
+)
+# An issue title's tag ("[Bug]: ...", "[Usage] ..."), which _CODE_LIKE would take for a JSON list.
+_TITLE_TAG = re.compile(r"^\s{0,3}\[[^\]\n\[{}\"']{1,24}\]:?\s+(?=\S)")
 _OPTION_START = re.compile(r"^\s{0,8}--?[A-Za-z]")
+_RELEASE = re.compile(r"\bv?\d{1,4}\.\d{1,4}\.\d{1,6}\b")
+"""A release number a sentence names ("since Ollama 0.11.11"): words, not symbols."""
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 """A kana, CJK ideograph or Hangul syllable."""
-_QUOTE_MARK = re.compile(r"^\s{0,3}(?:> ?){1,4}|^\s{0,8}\u2502 ")
+_QUOTE_MARK = re.compile(r"^\s{0,3}(?:>(?!>) ?){1,4}|^\s{0,8}\u2502 ")  # not a REPL's ">>> " prompt
 """A markdown quote's marks or a rich traceback's frame bar: what follows them is judged as it stands."""
 
 
 def _is_prose(line: str) -> bool:
-    line = _QUOTE_MARK.sub("", line, count=1)
+    line = _TITLE_TAG.sub("", _QUOTE_MARK.sub("", line, count=1), count=1)
     if line.rstrip().endswith("\\") or _OPTION_START.match(line):
         return False  # a command's continued line or its options ("-v /srv/x:/x \\")
     if _CODE_LIKE.match(line) or _COMMAND.search(line) or _NATIVE_FRAME.search(line):
@@ -199,7 +209,7 @@ def _is_prose(line: str) -> bool:
     if len(words) < 5 and cjk < 6:
         return False
     # Mostly words, few symbols: a sentence, not a record, a dict dump or a path.
-    letters = sum(len(w) for w in words) + cjk
+    letters = sum(len(w) for w in words) + cjk + sum(len(v) for v in _RELEASE.findall(line))  # "since 0.11.11"
     # Structural symbols only: a sentence may quote a field (``reasoning_content``), a path or a value.
     symbols = sum(1 for c in line if c in "{}[]()=<>\\|;")
     return letters >= 0.6 * len(line.strip()) and symbols <= 0.1 * len(line)
@@ -325,7 +335,8 @@ def distill(text: str) -> Distilled:
     out = Distilled()
     prose_chars = 0
     # Inside an environment section / a multi-line HTML comment / a fenced block (where "## x" is text).
-    environment = comment = fenced = False
+    environment = comment = fenced = code = False  # code: the fence says its block is a program or data
+    transcript = False  # a fenced block that went on from a command or a REPL prompt: a program's output
     quoted = False  # the line before was a traceback frame: this one is the source code it quotes
     for number, raw in enumerate(text.splitlines()):
         if number >= MAX_LINES:
@@ -347,6 +358,8 @@ def distill(text: str) -> Distilled:
         markup = marked and not section and _MARKUP.match(line) is not None
         if markup and stripped.startswith(("```", "~~~")):
             fenced = not fenced
+            code = fenced and _CODE_FENCE.match(stripped) is not None
+            transcript = False
         if heading is not None and section:
             environment = _ENV_SECTION.search(heading.group(1) or heading.group(2) or "") is not None
         elif markup and "<summary" in line:
@@ -367,7 +380,9 @@ def distill(text: str) -> Distilled:
             out.dropped += 1
             continue
         after_frame, quoted = quoted, 'File "' in line and TRACE_FRAME.search(line) is not None
-        if not decorated and not after_frame and prose_chars < MAX_PROSE_CHARS and _is_prose(line):
+        if fenced and not transcript and (stripped.startswith(">>>") or _COMMAND.search(line)):
+            transcript = True  # what follows is the session's output (a model's answer, too), not the user's
+        if not (decorated or after_frame or code or transcript) and prose_chars < MAX_PROSE_CHARS and _is_prose(line):
             out.prose.append(line.strip())
             prose_chars += len(line)
             continue

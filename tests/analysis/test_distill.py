@@ -428,3 +428,34 @@ def test_a_quoted_tracebacks_frames_are_not_the_users_sentences() -> None:
         "> ValueError: acme output is broken\n"
     )
     assert parse_input(text).prose == []
+
+
+def test_an_issue_titles_tag_does_not_make_it_code() -> None:
+    title = "[Bug]: GPT oss show tool call argument in response content"
+    assert distill(title + "\n").prose == [title]
+    assert distill('["acme", "tool", "call", "argument", "response"]\n').prose == [], "a JSON list is not a title"
+
+
+def test_lines_in_a_code_fence_are_code_not_the_users_words() -> None:
+    text = '```python\nclient = OpenAI(\n    base_url="acme_server_url_for_the_model",\n)\n```\n'
+    assert distill(text).prose == []
+
+
+def test_a_terminal_transcript_in_a_fence_is_the_programs_output() -> None:
+    text = (
+        "```\nollama run gpt-oss:120b\n>>> Hi, introduce yourself\n"
+        "The user says hi and wants a brief introduction from the assistant here.\n```\n"
+        "The answers are garbage since the last acme upgrade of the server.\n"
+    )
+    assert distill(text).prose == ["The answers are garbage since the last acme upgrade of the server."]
+
+
+def test_release_numbers_in_a_sentence_are_words() -> None:
+    title = "gpt-oss 120b garbage output since Acme version 0.11.11/0.12.0"
+    assert distill(title + "\n").prose == [title]
+    progress = "Loading safetensors checkpoint shards: 100% Completed | 15/15 [00:23<00:00,  1.56s/it]"
+    assert distill(progress + "\n").prose == []
+
+
+def test_a_repl_prompt_is_not_a_quote_mark() -> None:
+    assert distill('>>> model = AutoModelForCausalLM.from_pretrained("acme/model", device_map="cuda")\n').prose == []
