@@ -20,6 +20,7 @@ from packaging.version import Version
 
 from indexer.documents import ReleaseSource
 from indexer.signatures import normalize_signature
+from service.analysis.advice import seen_flags
 from service.analysis.engines import ThreadEngines, engine_name, repo_engines
 from service.analysis.input import ParsedInput
 from service.answer import public_source
@@ -493,9 +494,14 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
             sources=[*status.fix_prs, pid][:4],
         )
     elsewhere = runs_elsewhere(parsed) if parsed is not None else None
+    shown: dict[str, str] | None = None
     for action in _ordered(problem, parsed) if parsed is not None else problem.actions:
         if elsewhere is not None and vllm_only(action):
             continue
+        if parsed is not None and action.kind == "set" and action.target.startswith("-"):
+            shown = seen_flags(parsed) if shown is None else shown
+            if _already_set(action, shown):
+                continue  # the input shows it set so: repeating it is no advice
         if parsed is not None and _engine_mismatch(action, parsed):
             continue
         if action.kind == "upgrade":
@@ -520,6 +526,14 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
     if upgrade is not None:
         out.insert(0, upgrade)
     return out[:MAX_ACTIONS]
+
+
+def _already_set(action: Action, shown: dict[str, str]) -> bool:
+    """True when the input shows the action's flag set to its value (a switch: set at all)."""
+    value = shown.get(action.target.lstrip("-"))
+    if value is None:
+        return False
+    return action.value is None or value.lower() == action.value.lower()
 
 
 def _names_release(action: Action) -> bool:

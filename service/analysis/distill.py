@@ -196,8 +196,11 @@ _QUOTE_MARK = re.compile(r"^\s{0,3}(?:>(?!>) ?){1,4}|^\s{0,8}\u2502 ")  # not a 
 """A markdown quote's marks or a rich traceback's frame bar: what follows them is judged as it stands."""
 
 
-def _is_prose(line: str) -> bool:
-    line = _TITLE_TAG.sub("", _QUOTE_MARK.sub("", line, count=1), count=1)
+def _is_prose(line: str, first: bool = False) -> bool:
+    """``first``: the input's first line, where a report's title stands (its tag is not code there)."""
+    line = _QUOTE_MARK.sub("", line, count=1)
+    if first:
+        line = _TITLE_TAG.sub("", line, count=1)
     if line.rstrip().endswith("\\") or _OPTION_START.match(line):
         return False  # a command's continued line or its options ("-v /srv/x:/x \\")
     if _CODE_LIKE.match(line) or _COMMAND.search(line) or _NATIVE_FRAME.search(line):
@@ -337,6 +340,7 @@ def distill(text: str) -> Distilled:
     # Inside an environment section / a multi-line HTML comment / a fenced block (where "## x" is text).
     environment = comment = fenced = code = False  # code: the fence says its block is a program or data
     transcript = False  # a fenced block that went on from a command or a REPL prompt: a program's output
+    seen_text = False  # a non-empty line came before (the first one is where a report's title stands)
     quoted = False  # the line before was a traceback frame: this one is the source code it quotes
     for number, raw in enumerate(text.splitlines()):
         if number >= MAX_LINES:
@@ -347,6 +351,7 @@ def distill(text: str) -> Distilled:
             if environment:
                 out._in_environment(number)
             continue
+        first, seen_text = not seen_text, True
         # Markdown starts with one of these; a log record never does, so most lines skip every pattern.
         marked = stripped[0] in _MARKDOWN_START
         if comment or (marked and stripped.startswith("<!--")):
@@ -382,7 +387,8 @@ def distill(text: str) -> Distilled:
         after_frame, quoted = quoted, 'File "' in line and TRACE_FRAME.search(line) is not None
         if fenced and not transcript and (stripped.startswith(">>>") or _COMMAND.search(line)):
             transcript = True  # what follows is the session's output (a model's answer, too), not the user's
-        if not (decorated or after_frame or code or transcript) and prose_chars < MAX_PROSE_CHARS and _is_prose(line):
+        words = not (decorated or after_frame or code or transcript) and prose_chars < MAX_PROSE_CHARS
+        if words and _is_prose(line, first=first):
             out.prose.append(line.strip())
             prose_chars += len(line)
             continue

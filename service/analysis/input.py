@@ -280,6 +280,15 @@ _LLAMA_SHORT = {
 _ARGS_HEADER = ("non-default args", "server_args=")
 
 
+# A deployment's environment that names vLLM's options (RunPod's worker-vllm turns each of its variables into
+# the flag of the same name, lower-cased with dashes: TOOL_CALL_PARSER=openai -> --tool-call-parser openai).
+_OPTION_ENV = re.compile(
+    r"^\s{0,12}(?:-\s{1,4})?(?:export\s{1,4})?[\"']?(TOOL_CALL_PARSER|ENABLE_AUTO_TOOL_CHOICE|REASONING_PARSER)"
+    r"[\"']?\s{0,3}[=:]\s{0,3}[\"']?([\w.-]{1,40})",
+    re.M,
+)
+
+
 def _option(name: str, value: str | None) -> str:
     """``--name value`` as read off a command line; a sentence's colon or comma after the value is not it."""
     value = value.rstrip(":,;") if value else value
@@ -330,6 +339,13 @@ def _flags(text: str) -> list[str]:
 
     scan_lines()
     head = text[:_FLAG_SCAN_CHARS]
+    for match in _OPTION_ENV.finditer(head) if not full() and ("_PARSER" in head or "AUTO_TOOL" in head) else ():
+        name, value = "--" + match.group(1).lower().replace("_", "-"), match.group(2)
+        if value.lower() in {"false", "0", "no", "off"}:
+            continue
+        flags[name if value.lower() in {"true", "1", "yes", "on"} else f"{name} {value}"] = None
+        if full():
+            break
     for match in _REQUEST_PARAM.finditer(head) if not full() and any(n in head for n in _REQUEST_NAMES) else ():
         flags[f"{match.group(1)}={match.group(2)}"] = None
         if full():

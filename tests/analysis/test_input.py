@@ -518,3 +518,16 @@ def test_a_responses_object_cut_off_by_its_budget_is_a_fact_beside_the_users_wor
     assert parsed.response_shows == ["Responses API output status and truncation"]
     assert parsed.query_text.startswith("The acme agent"), "the user's words lead, the fact follows"
     assert parsed.query_text.endswith("Responses API output status and truncation")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        "ENABLE_AUTO_TOOL_CHOICE=true\nTOOL_CALL_PARSER=openai\n",
+        "environment:\n  - ENABLE_AUTO_TOOL_CHOICE=true\n  - TOOL_CALL_PARSER=openai\n  - REASONING_PARSER=false\n",
+        'env:\n  TOOL_CALL_PARSER: "openai"\n  ENABLE_AUTO_TOOL_CHOICE: "true"\n',
+    ],
+)
+def test_a_deployments_option_variables_are_its_flags(env: str) -> None:
+    """RunPod's worker-vllm passes TOOL_CALL_PARSER=openai to vLLM as --tool-call-parser openai."""
+    assert sorted(parse_input(env).flags) == ["--enable-auto-tool-choice", "--tool-call-parser openai"]

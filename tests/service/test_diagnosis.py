@@ -405,3 +405,31 @@ def test_what_a_pasted_response_shows_names_sections_of_the_real_docs(settings: 
     shown = [title for sample in samples for title in parsing._response_facts(sample)]
     assert len(shown) == 4
     assert all(problems.by_title(title) is not None for title in shown), shown
+
+
+def test_a_flag_the_input_shows_set_is_not_advised_again() -> None:
+    problem = _problem(
+        status="open",
+        fixed_in={},
+        fix_prs=(),
+        actions=(
+            Action(
+                kind="set", target="--tool-call-parser", value="openai", when=("always",), text="P.", sources=("o/r#1",)
+            ),
+            Action(kind="set", target="--enable-auto-tool-choice", when=("always",), text="A.", sources=("o/r#1",)),
+            Action(kind="workaround", target="retry", when=("always",), text="Retry.", sources=("o/r#1",)),
+        ),
+    )
+    problems = Problems([problem])
+    bare = diagnose(parse_input(LINE), problems, KNOWLEDGE, hits=[], sections=[])
+    assert bare is not None and [a.target for a in bare.actions] == [
+        "--tool-call-parser",
+        "--enable-auto-tool-choice",
+        "retry",
+    ]
+    serve = f"vllm serve openai/gpt-oss-20b --tool-call-parser openai --enable-auto-tool-choice\n{LINE}"
+    shown = diagnose(parse_input(serve), problems, KNOWLEDGE, hits=[], sections=[])
+    assert shown is not None and [a.target for a in shown.actions] == ["retry"]
+    other = f"vllm serve openai/gpt-oss-20b --tool-call-parser hermes\n{LINE}"
+    changed = diagnose(parse_input(other), problems, KNOWLEDGE, hits=[], sections=[])
+    assert changed is not None and [a.target for a in changed.actions][0] == "--tool-call-parser", "another value"
