@@ -277,9 +277,13 @@ _VLLM = Needled(
     ),
     re.I,
 )
+_REQUEST_BODY = '"messages"'
+_TOOLS_KEYS = ('"tools"', "'tools'", "tools=", "tools:")
+# A Responses API request, log or object (the SDK's repr of one: ``Response(id='resp_...', object='response'``).
 _RESPONSES_ONLY = Needled(
-    r"/v1/responses|responses\.create|\bResponses API\b|serving_responses|\bResponsesRequest\b",
-    ("/v1/responses", "responses.create", "responses api", "serving_responses", "responsesrequest"),
+    r"/v1/responses|responses\.create|\bResponses API\b|serving_responses|\bResponsesRequest\b"
+    r"|\bobject\s{0,2}[=:]\s{0,2}[\"']response[\"']",
+    ("/v1/responses", "responses.create", "responses api", "serving_responses", "responsesrequest", "response"),
     re.I,
 )
 _CHAT_COMPLETIONS = Needled(
@@ -356,6 +360,8 @@ def _tool_parser_advice(
     wants_tools = category == "tool-calling" or bool(_TOOL_SYMPTOM.search(text, window.low))
     if not wants_tools or not _vllm_context(window, hits):
         return []
+    if _REQUEST_BODY in window.low and not any(key in window.low for key in _TOOLS_KEYS):
+        return []  # a pasted request that sends no tools: the parser has no call to parse
     if _RESPONSES_ONLY.search(text, window.low) and not _CHAT_COMPLETIONS.search(text, window.low):
         # vLLM's Responses API builds gpt-oss tool calls from the Harmony messages (HarmonyContext), not with
         # the Chat Completions tool-call parser (read in the release packages).

@@ -53,7 +53,8 @@ ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "sglang",
         re.compile(
             r"\bsglang\b|\bsgl[-_](?:project|kernel|router)\b"
-            r"|server_args=ServerArgs\(|\b(?:Prefill|Decode) batch[.,] #",
+            r"|server_args=ServerArgs\(|\b(?:Prefill|Decode) batch[.,] #"
+            r'|"matched_stop":',  # a field only SGLang's OpenAI-compatible choices carry
             re.I,
         ),
     ),
@@ -152,7 +153,7 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
         *(sep.join(option.split("_")[:2]) for option in _VLLM_OPTIONS for sep in "-_"),
     ),
     "ollama": ("ollama", "gpt-oss:", ":11434"),
-    "sglang": ("sgl", "serverargs(", "prefill batch", "decode batch"),
+    "sglang": ("sgl", "serverargs(", "prefill batch", "decode batch", '"matched_stop":'),
     "llama.cpp": ("llama", "ggml"),
     "lm-studio": ("studio", "lms "),
     "tensorrt-llm": ("tensorrt", "trt"),

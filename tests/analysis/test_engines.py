@@ -150,3 +150,9 @@ def test_a_client_named_as_users_write_it() -> None:
         assert engines.named_client(prose) is None, prose
     assert detect_client("Open WebUI 0.6.22 with gpt-oss") == "open-webui"
     assert detect_client("a Pydantic AI agent on Ollama") == "pydantic-ai"
+
+
+def test_sglangs_own_response_field_names_it() -> None:
+    """``matched_stop`` is in SGLang's OpenAI-compatible choices and in no vLLM release read."""
+    chunk = 'data: {"choices":[{"index":0,"delta":{"content":null},"finish_reason":null,"matched_stop":null}]}'
+    assert detect_engines(chunk) == ["sglang"]
