@@ -551,6 +551,30 @@ def _named_threads(lines: list[str], errors: set[str]) -> tuple[list[str], list[
     return list(threads)[:MAX_THREADS], list(numbers)[:MAX_THREADS]
 
 
+# A sentence that says where the model runs fine ("Running gguf on llama.cpp without problem"): the engine it
+# names is the comparison, not the one that fails.
+_WORKS = re.compile(
+    r"\b(?:without (?:any )?(?:problems?|issues?|errors?)|works? (?:fine|well|perfectly|great)"
+    r"|no (?:problems?|issues?) (?:with|on|in))\b",
+    re.I,
+)
+_FAILS = re.compile(
+    r"\b(?:fail|error|crash|broke|die[sd]?\b|hang|stuck|garbage|wrong|not work|doesn't work|does not work|can't"
+    r"|cannot)",
+    re.I,
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
+
+
+def _without_working(text: str) -> str:
+    """``text`` without its sentences that only say where things work."""
+    if not _WORKS.search(text[:_FLAG_SCAN_CHARS]):
+        return text
+    parts = _SENTENCE_END.split(text[:_FLAG_SCAN_CHARS])
+    kept = (part for part in parts if not (_WORKS.search(part) and not _FAILS.search(part)))
+    return "\n".join(kept) + text[_FLAG_SCAN_CHARS:]
+
+
 def _without(text: str, spans: list[tuple[int, int]]) -> str:
     """``text`` without the line spans ``[start, end)`` (a report's environment sections)."""
     if not spans:
@@ -583,7 +607,8 @@ def parse_input(text: str) -> ParsedInput:
     # to this error").
     users = [e.text for e, _ in keyed if e.kind == "error" and not e.record]
     threads, numbers = _named_threads([*distilled.prose, *distilled.plain, *users], seen)
-    told = detect_engines(body, strong[:5]) if body else []
+    told = detect_engines(_without_working(body), strong[:5]) if body else []
+    named = detect_engines(_without_working(text), strong[:5])
     parsed = ParsedInput(
         text=text,
         signatures=signatures,
@@ -597,7 +622,7 @@ def parse_input(text: str) -> ParsedInput:
         model=_model(text, folded),
         client=detect_client(body or text),  # a package list names libraries installed, not the client
         # A report's account names the failing engine first; its environment section, what is installed.
-        engines=[*told, *(e for e in detect_engines(text, strong[:5]) if e not in told)],
+        engines=[*told, *(e for e in named if e not in told)],
         token_ids=_token_ids(text, signatures),
         prose=distilled.prose,
         failure_found=bool(strong or distilled.prose) or not distilled.is_log_dump,

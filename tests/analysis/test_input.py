@@ -531,3 +531,10 @@ def test_a_responses_object_cut_off_by_its_budget_is_a_fact_beside_the_users_wor
 def test_a_deployments_option_variables_are_its_flags(env: str) -> None:
     """RunPod's worker-vllm passes TOOL_CALL_PARSER=openai to vLLM as --tool-call-parser openai."""
     assert sorted(parse_input(env).flags) == ["--enable-auto-tool-choice", "--tool-call-parser openai"]
+
+
+def test_where_the_model_works_is_not_the_failing_engine() -> None:
+    parsed = parse_input("Ollama fails with the acme error on every call.\nThe same model works fine with llama.cpp.")
+    assert parsed.engines == ["ollama"] and parsed.failure_engines == ["ollama"]
+    both = parse_input("It works fine with vLLM but Ollama fails with the acme error.")
+    assert set(both.engines) == {"vllm", "ollama"}, "a line that names a failure too is kept whole"
