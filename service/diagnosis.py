@@ -193,6 +193,13 @@ def problem_engines(problem: Problem, threads: ThreadEngines) -> frozenset[str]:
     return frozenset(found)
 
 
+def problem_clients(problem: Problem) -> frozenset[str]:
+    """The client frameworks a problem is about: those every one of its actions is for (the reference docs'
+    client sections, whose actions all have a client condition), else none."""
+    per_action = [frozenset(action.when) & _CLIENT_WHENS for action in problem.actions]
+    return frozenset().union(*per_action) if per_action and all(per_action) else frozenset()
+
+
 def another_engine(parsed: ParsedInput, engines: frozenset[str]) -> bool:
     """True when the failure names engines and ``engines`` (of some threads) are only others."""
     named = set(parsed.failure_engines)
@@ -236,6 +243,9 @@ def choose(
     """
 
     def fits(problem: Problem) -> bool:
+        clients = problem_clients(problem)
+        if clients and not any(_holds(client, parsed) for client in clients):
+            return False  # a client's section (LangChain, LiteLLM, ...) for an input that names another or none
         return threads is None or not another_engine(parsed, problem_engines(problem, threads))
 
     exact = problems.by_error(parsed)

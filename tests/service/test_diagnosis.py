@@ -433,3 +433,15 @@ def test_a_flag_the_input_shows_set_is_not_advised_again() -> None:
     other = f"vllm serve openai/gpt-oss-20b --tool-call-parser hermes\n{LINE}"
     changed = diagnose(parse_input(other), problems, KNOWLEDGE, hits=[], sections=[])
     assert changed is not None and [a.target for a in changed.actions][0] == "--tool-call-parser", "another value"
+
+
+def test_a_clients_section_diagnoses_only_an_input_that_names_that_client() -> None:
+    """The reference docs' client sections (LangChain, LiteLLM, ...) have only that client's actions: words or
+    a thread they cite do not make them the diagnosis of another application's report."""
+    client_only = (Action(kind="set", target="use_responses_api", value="false", when=("langchain", "tools"),
+                          text="Chat Completions.", sources=("o/r#1",)),)  # fmt: skip
+    problems = Problems([_problem(errors=(), actions=client_only)])
+    said = "the tool calls come back empty with the 120b model"
+    assert choose(parse_input(said), problems, [_thread_hit(1)], [_section("medium")]) is None
+    named = parse_input(f"langchain_openai ChatOpenAI: {said}")
+    assert choose(named, problems, [_thread_hit(1)], [_section("medium")]) is not None
