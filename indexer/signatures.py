@@ -93,7 +93,7 @@ _SOURCE_INTRO = (" in source:", " in source: ")
 # Python's lines between the tracebacks of one chained failure: they say where a traceback starts, not
 # what failed.
 CHAINING = re.compile(
-    r"^(?:traceback \(most recent|during handling of the above|the above exception was the direct cause)", re.I
+    r"^(?:traceback \(most recent|during handling of the above|the above exception\b)", re.I
 )
 # A user's line that introduces the error pasted below it ("... I am getting the following error:", "...
 # gives the following error"): it names no failure of its own, so it is the user's sentence, not an error line.

@@ -205,7 +205,7 @@ _ENV_HINT = re.compile(
 _ENV_MAP_PAIR = re.compile(r":((?:(?! [A-Za-z_][A-Za-z0-9_]{1,60}:)[^\]\"\n]){0,200})")
 _ENV_MAP_UNSET = frozenset({"", "false", "0", "[]", "map[]", "0s"})
 # Values the map shows for variables left unset, per the defaults in the help text of Ollama's envconfig
-# (host 127.0.0.1:11434, keep-alive and load timeout "5m"), its queue size and its log level.
+# (the loopback address on port 11434, keep-alive and load timeout "5m"), its queue size and its log level.
 _ENV_MAP_DEFAULTS = frozenset(
     {
         ("OLLAMA_HOST", "http://127.0.0.1:11434"),
