@@ -363,6 +363,12 @@ def test_seen_flags_read_underscores_as_dashes_on_vllm_command_lines_only() -> N
         "python -m sglang.launch_server --model openai/gpt-oss-20b: the tool calls arrive as text in the content",
         # vLLM's Responses API builds gpt-oss tool calls from the Harmony messages, not with the parser
         "vLLM /v1/responses with gpt-oss-20b and a tools array: the function call never comes back as an item",
+        # the SDK's repr of a Responses object
+        "vLLM: Response(id='resp_1', object='response', output=[], tools=[FunctionTool(name='acme')], "
+        "status='incomplete') and the tool call never comes",
+        # a pasted request that sends no tools, whose prompt talks about functions
+        '{"model": "gpt-oss-20b", "messages": [{"role": "system", "content": "Call a function only when the data '
+        'is missing; tool calls are routed by you."}]}\nvLLM returns 500 with an empty body',
     ],
 )
 def test_vllms_tool_parser_flags_are_not_advised_where_they_do_not_apply(
@@ -373,21 +379,3 @@ def test_vllms_tool_parser_flags_are_not_advised_where_they_do_not_apply(
     chat = "vLLM /v1/chat/completions (the Responses API works) with a tools array: tool calls arrive as text"
     advice = advise(parse_input(chat), _hits(cards, "vllm-project/vllm#22337"), kb)
     assert [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        # a pasted request that sends no tools, whose prompt talks about functions
-        '{"model": "gpt-oss-20b", "messages": [{"role": "system", "content": "Call a function only when the data '
-        'is missing; tool calls are routed by you."}]}\nvLLM returns 500 with an empty body',
-        # the SDK's repr of a Responses object
-        "vLLM: Response(id='resp_1', object='response', output=[], tools=[FunctionTool(name='acme')], "
-        "status='incomplete') and the tool call never comes",
-    ],
-)
-def test_no_tool_parser_advice_for_requests_it_does_not_parse(
-    text: str, cards: dict[str, Document], kb: CuratedThreads
-) -> None:
-    advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"), kb)
-    assert not [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
