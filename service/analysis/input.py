@@ -451,6 +451,10 @@ _NULL_CONTENT_STOP = re.compile(
     r"""["']content["']\s{0,3}:\s{0,3}(?:null|None)\b.{0,2000}?["']finish_reason["']\s{0,3}:\s{0,3}["']stop""", re.S
 )
 # A Responses API object cut off by its token budget (``status='incomplete'``, ``reason='max_output_tokens'``).
+# The model's raw Harmony output as a client showed it, a line of its own (no JSON around it): the server
+# returned the markup instead of parsing it.
+_RAW_HARMONY = re.compile(r"^\s{0,8}(?:<\|start\|>assistant)?<\|channel\|>(?:analysis|commentary|final)\b", re.M)
+_RAW_TOOL = re.compile(r"[^\n]{0,200}?(?:\bto=|<\|constrain\|>|<\|call\|>)")
 _STATUS_INCOMPLETE = re.compile(r"""\bstatus["']?\s{0,3}[:=]\s{0,3}["']incomplete["']""")
 _REASON_BUDGET = re.compile(r"""\breason["']?\s{0,3}[:=]\s{0,3}["']max_output_tokens["']""")
 _RESPONSE_WINDOW = 20_000
@@ -470,12 +474,13 @@ def _response_facts(text: str) -> list[str]:
     or no content with finish_reason stop; empty for anything else."""
     window = text[:_RESPONSE_WINDOW]
     incomplete = "incomplete" in window and _STATUS_INCOMPLETE.search(window) and _REASON_BUDGET.search(window)
-    if "content" not in window and "name" not in window:
+    raw = _RAW_HARMONY.search(window) if "<|channel|>" in window else None
+    if "content" not in window and "name" not in window and raw is None:
         return ["Responses API output status and truncation"] if incomplete else []
     facts = []
-    harmony = _CONTENT_HARMONY.search(window)
+    harmony = _CONTENT_HARMONY.search(window) or raw
     if harmony is not None:
-        if _CONTENT_TOOL.search(window, harmony.start()):
+        if _CONTENT_TOOL.search(window, harmony.start()) or (harmony is raw and _RAW_TOOL.match(window, raw.end())):
             empty = _NO_TOOL_CALLS.search(window) is not None or "tool_calls" not in window
             if empty:
                 facts.append("Tool call JSON in content and tool_calls empty")

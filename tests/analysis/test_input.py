@@ -538,3 +538,13 @@ def test_where_the_model_works_is_not_the_failing_engine() -> None:
     assert parsed.engines == ["ollama"] and parsed.failure_engines == ["ollama"]
     both = parse_input("It works fine with vLLM but Ollama fails with the acme error.")
     assert set(both.engines) == {"vllm", "ollama"}, "a line that names a failure too is kept whole"
+
+
+def test_raw_harmony_output_a_client_showed_is_a_response_fact() -> None:
+    call = "The acme app shows this instead of calling the tool:\n<|channel|>commentary to=acme_tool <|constrain|>json"
+    shows = parse_input(call + '<|message|>{"q": 1}').response_shows
+    assert shows == ["Tool call JSON in content and tool_calls empty"]
+    thinking = "<|channel|>analysis<|message|>The user asks. We answer.<|end|><|start|>assistant<|channel|>final"
+    assert parse_input(thinking).response_shows == ["Reasoning appears in content"]
+    prompt = "<|start|>system<|message|>You are a helpful acme assistant.<|end|>"
+    assert parse_input(prompt).response_shows == [], "a rendered prompt is not the model's output"
