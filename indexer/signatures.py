@@ -58,7 +58,9 @@ _EXCEPTION = re.compile(
 _ERRORISH = re.compile(
     r"\b(?:HarmonyError|error|Error|ERROR|failed|Failed|FAILED|fatal|FATAL|panic|invalid|Invalid|"
     r"not supported|unsupported|Unsupported|Unexpected|unexpected|cannot|Cannot|unable|Unable|"
-    r"unrecognized|no module named|No module named|not found|no \w{1,20} found)\b"
+    r"unrecognized|no module named|No module named|not found|no \w{1,20} found"
+    # Messages with none of those words: an engine's refusal, a memory shortfall, a GPU page fault.
+    r"|does not (?:currently )?support|requires more (?:system |GPU )?memory|[Mm]emory access fault)\b"
 )
 # A native crash: the C++ runtime's abort and its message, a signal, ggml's assertion. Read before the
 # source-line test: ``what(): ...`` and ``GGML_ASSERT(...)`` look like calls.
@@ -84,7 +86,12 @@ _WRAPPER = re.compile(
     r"|^cuda kernel errors might be asynchronously|^for debugging consider passing cuda_launch_blocking"
     r"|^compile with .?torch_use_cuda_dsa"
     # LM Studio's chat window: its line above the error, and its standing advice below a template error.
-    r"|^failed to send message\.?$|^this is usually an issue with the model's prompt template)",
+    r"|^failed to (?:send|regenerate) message\.?$|^this is usually an issue with the model's prompt template"
+    # Ollama's record when its runner's request fails ("post predict", 'Post "http://...": EOF'): the runner's
+    # own error is the cause.
+    r"|^post predict$|^post \S{1,300}: (?:eof|connection reset by peer)$"
+    # Continue's notification above the error output it shows: "Error: gpt-oss:120b - 500".
+    r"|^error: [\w.:/-]{1,80} - (?:\d{3}|unknown error)$)",
     re.I,
 )
 # A Jinja template error (llama.cpp's chat templates) names the template's line, then quotes it:
@@ -100,7 +107,9 @@ CHAINING = re.compile(
 _LEAD_IN = re.compile(
     r"(?:\b(?:following|below)\s(?:\w{1,20}\s){0,2}(?:errors?|exceptions?|tracebacks?|logs?|output|messages?)"
     r"|\b(?:this|these|an|the|same)\s(?:errors?|exceptions?)\s{0,2}(?:below|here)?"
-    r"|\b(?:errors?|exceptions?|tracebacks?)\b[^:\n]{0,40}\b(?:is|are|was|were|says?|reads?)\s{0,2}:)\W{0,3}$",
+    r"|\b(?:errors?|exceptions?|tracebacks?)\b[^:\n]{0,40}\b(?:is|are|was|were|says?|reads?)\s{0,2}:"
+    r"|\b(?:results? in|gives?|gave|throws?|shows?|gets?|got|getting|sees?|seeing|with)\s(?:an?\s|the\s|this\s)?"
+    r"(?:errors?|exceptions?)\s{0,2}:)\W{0,3}$",
     re.I,
 )
 # Records vLLM writes at ERROR level when its engine dies that hold context, not a cause: its config and
@@ -191,7 +200,8 @@ def _embedded_messages(line: str) -> list[str]:
 # Matching the lower-cased line without re.IGNORECASE is several times faster on long logs.
 _MAYBE = re.compile(
     r"error|exception|exit|interrupt|fail|fault|traceback|root cause|stack trace|direct cause|"
-    r"handling of the above|http/|raise|assert|warn|critical|fatal|panic|invalid|supported|unexpected|"
+    r"handling of the above|http/|raise|assert|warn|critical|fatal|panic|invalid|support|unexpected|"
+    r"requires more|"
     r"cannot|unable|unrecognized|no module|found|\[[ew]\]"
     r"|terminate called|what\(\)|sigsegv|sigabrt|sigbus|sigill|sigfpe|segmentation|ggml_assert"
 )
@@ -325,6 +335,8 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
         if kind in {"exception", "error", "warning"}:
             candidates += [("message", m) for m in _embedded_messages(line)]
         for cand_kind, cand in candidates:
+            if cand_kind == "message" and _WRAPPER.search(cand):
+                cand_kind = "wrapper"  # a record's message that only wraps the error ('msg="post predict"')
             key = normalize_signature(cand)
             if not key or key in seen:
                 continue

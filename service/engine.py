@@ -356,7 +356,7 @@ class LookupEngine:
             no_confident_match=no_match,
             fixes=fixes,
             advice=(
-                without_repeats(advice_out(advise(parsed, evidence, snap.curated)), fixes)
+                without_repeats(advice_out(advise(parsed, evidence, snap.curated, matched=not no_match)), fixes)
                 if budget.allows("advice")
                 else []
             ),

@@ -597,9 +597,11 @@ def card_flags(doc: Document) -> list[FlagOut]:
     return out
 
 
-def _card_advice(hits: Sequence[Document]) -> list[Advice]:
-    """Each hit's own fix and workarounds, with the flags the card says to set or avoid."""
+def _card_advice(hits: Sequence[Document], related: bool = False) -> list[Advice]:
+    """Each hit's own fix and workarounds, with the flags the card says to set or avoid; ``related``: no hit
+    is known to be this failure, and the advice says so."""
     advice: list[Advice] = []
+    told = ", a related issue not known to be this failure" if related else ""
     for doc in hits:
         steps: list[str] = []
         if doc.fix and (doc.fix_confirmed or doc.state == "merged"):
@@ -610,7 +612,7 @@ def _card_advice(hits: Sequence[Document]) -> list[Advice]:
             continue
         if not steps:
             steps.append(f"The settings {doc.id} points at: " + ", ".join(f"{f.action} {f.text()}" for f in typed))
-        advice.append(Advice(summary=f"From {doc.id}: " + " / ".join(steps), flags=typed[:6], sources=[doc.id]))
+        advice.append(Advice(summary=f"From {doc.id}{told}: " + " / ".join(steps), flags=typed[:6], sources=[doc.id]))
     return advice
 
 
@@ -625,9 +627,12 @@ def _dedupe(items: Iterable[Advice]) -> list[Advice]:
     return out
 
 
-def advise(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, *, max_hits: int = 3) -> list[Advice]:
+def advise(
+    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, *, max_hits: int = 3, matched: bool = True
+) -> list[Advice]:
     """Configuration advice for this input; ``hits`` are ranked best first (pass only confident ones), ``kb``
-    is the loaded generation's curated threads."""
+    is the loaded generation's curated threads. ``matched`` False: no hit is known to be this failure, so a
+    hit's own fix is offered as a related issue's, not as this failure's."""
     top = list(hits[:max_hits])
     if top:
         # Lower-ranked hits only count when they are about the same thing as the best one.
@@ -643,7 +648,7 @@ def advise(parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, *,
         *_reasoning_advice(window, top, kb, flags, category),
         *_stop_advice(window, top, kb, flags),
         *_version_advice(parsed, top, kb),
-        *_card_advice(top),
+        *_card_advice(top, related=not matched),
         *_card_advice(_same_error_cards(parsed, top, kb)),
     ]
     return _dedupe(advice)

@@ -379,3 +379,15 @@ def test_vllms_tool_parser_flags_are_not_advised_where_they_do_not_apply(
     chat = "vLLM /v1/chat/completions (the Responses API works) with a tools array: tool calls arrive as text"
     advice = advise(parse_input(chat), _hits(cards, "vllm-project/vllm#22337"), kb)
     assert [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
+
+
+def test_an_unmatched_inputs_neighbours_fixes_say_they_are_a_related_issues(
+    cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """With no issue known to be this failure, a related thread's own fix is offered as that thread's."""
+    parsed = parse_input("acme server crashes on the second request with a strange fault")
+    hits = _hits(cards, "vllm-project/vllm#22337")
+    matched = [a.summary for a in advise(parsed, hits, kb) if a.summary.startswith("From vllm-project/vllm#22337")]
+    assert matched and "related issue" not in matched[0]
+    related = [a.summary for a in advise(parsed, hits, kb, matched=False) if a.summary.startswith("From ")]
+    assert related == [matched[0].replace(":", ", a related issue not known to be this failure:", 1)]

@@ -548,3 +548,31 @@ def test_raw_harmony_output_a_client_showed_is_a_response_fact() -> None:
     assert parse_input(thinking).response_shows == ["Reasoning appears in content"]
     prompt = "<|start|>system<|message|>You are a helpful acme assistant.<|end|>"
     assert parse_input(prompt).response_shows == [], "a rendered prompt is not the model's output"
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        # Continue's notification above the error output it shows
+        ('Error: acme-model:20b - 500\n**Error Output**\n```\n"model requires more system memory (58.0 GiB) than is '
+         'available (30.5 GiB)"\n```\n',
+         '"model requires more system memory (58.0 GiB) than is available (30.5 GiB)"'),
+        # LM Studio's chat window above its own message
+        ("Failed to regenerate message.\n\nReached context length of 4096 tokens with model (arch: acme) that does "
+         "not currently support mid-generation context overflow.\n",
+         "Reached context length of 4096 tokens with model (arch: acme) that does not currently support "
+         "mid-generation context overflow."),
+        # Ollama's record of a failed runner request, after the runner's own fault
+        ('Memory access fault by GPU node-1 (Agent handle: 0x7f00) on address 0x7f01. Reason: Page not present.\n'
+         'time=2026-11-27T10:00:00Z level=ERROR source=server.go:807 msg="post predict" '
+         'error="Post \\"http://127.0.0.1:33127/completion\\": EOF"\n',
+         "Memory access fault by GPU node-1 (Agent handle: 0x7f00) on address 0x7f01. Reason: Page not present."),
+    ],
+)  # fmt: skip
+def test_the_error_leads_not_the_window_or_record_that_wraps_it(text: str, error: str) -> None:
+    assert parse_input(text).signatures[0] == error
+
+
+def test_a_lead_in_that_says_it_results_in_an_error_is_not_one() -> None:
+    text = "Prompting the acme model results in error:\nValueError: acme broke in the header\n"
+    assert parse_input(text).signatures == ["ValueError: acme broke in the header"]
