@@ -185,11 +185,22 @@ def signature_tokens(text: str) -> list[str]:
     return _WORD.findall(normalize_signature(text))
 
 
+# Where a JSON or dict string value ends: its quote, then a separator or the end of the object.
+_VALUE_END = {'"': re.compile(r'"\s{0,3}(?:[,}\]]|$)'), "'": re.compile(r"'\s{0,3}(?:[,}\]]|$)")}
+
+
 def _embedded_messages(line: str) -> list[str]:
     found: list[str] = []
     for pattern in _EMBEDDED:
         for match in pattern.finditer(line):
-            message = match.group(2).replace("\\'", "'").replace('\\"', '"').strip()
+            message = match.group(2)
+            quote, end = match.group(1), match.end()
+            if quote and end < len(line) and line[end] not in ",}] \t":
+                # A quote the paste did not escape ('"error":"... executing "" at ..."'): the value runs to
+                # the quote that closes it, before a separator.
+                close = _VALUE_END[quote].search(line, end)
+                message = line[match.start(2) : close.start()] if close else message
+            message = message.replace("\\'", "'").replace('\\"', '"').strip()
             if len(message) >= 4 and message not in found:
                 found.append(message)
     return found

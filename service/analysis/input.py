@@ -154,6 +154,15 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
         "ollama",
         Needled(r"\bollama(?: version(?: is)?)?[= :]{1,10}" + _VERSION, ("ollama=", "ollama ", "ollama:"), re.I),
     ),
+    # Ollama's issue template: the answer under its "### Ollama version" heading.
+    (
+        "ollama",
+        Needled(
+            r"^#{1,4}\s{0,3}Ollama version\s{0,3}\n(?:\s{0,8}\n){0,3}\s{0,8}" + _VERSION,
+            ("ollama version",),
+            re.I | re.M,
+        ),
+    ),
     ("lmdeploy", Needled(r"\blmdeploy(?: version)?[= :]{1,10}" + _VERSION, ("lmdeploy",), re.I)),
     ("vllm-mlx", Needled(r"\bvllm[-_]mlx(?: version)?[= :]{1,10}" + _VERSION, ("vllm-mlx", "vllm_mlx"), re.I)),
     ("cuda", Needled(r"\bCUDA(?: Version)?:? " + _VERSION, ("cuda ", "cuda:"))),
@@ -185,15 +194,18 @@ _CLI_FLAG = re.compile(
 _ARG_DICT_ITEM = re.compile(r"'([a-z][a-z0-9_]{1,60})': ('[^']{0,200}'|True|False|-?\d[\d.]{0,20}|None)")
 _REQUEST_PARAM = re.compile(
     r"""(?<![\w])["']?(tool_choice|reasoning_effort|ignore_eos|stream|store|include_stop_str_in_output|"""
-    r"""parallel_tool_calls|max_tokens|max_completion_tokens|min_tokens|response_format|background)"""
+    r"""parallel_tool_calls|max_tokens|max_completion_tokens|min_tokens|response_format|background|think)"""
     r"""["']?\s{0,3}[:=]\s{0,3}["']?([\w.-]{1,40})"""
 )
+_THINK_VALUES = frozenset({"true", "false", "low", "medium", "high"})
+"""Values of Ollama's ``think`` (a switch, or a reasoning level for gpt-oss)."""
 _ENV_VAR = re.compile(r"\b((?:VLLM|TIKTOKEN|OLLAMA|CUDA|NCCL|TRITON|HF|CODEX)_[A-Z0-9_]{2,60})(?:=(\S{1,120}))?")
 # The literals every match of the two case-sensitive patterns above holds: without one, the scan of
 # the input's head (no literal prefix for re to search by) is skipped.
 _REQUEST_NAMES = (
     "tool_choice", "reasoning_effort", "ignore_eos", "stream", "store", "include_stop_str_in_output",
     "parallel_tool_calls", "max_tokens", "max_completion_tokens", "min_tokens", "response_format", "background",
+    "think",  # Ollama's reasoning switch
 )  # fmt: skip
 # Words before a variable's name when a library advises setting it rather than the user having set it:
 # PyTorch's CUDA advice, NCCL's and Hugging Face's hints.
@@ -220,7 +232,7 @@ _ENV_PREFIXES = ("VLLM_", "TIKTOKEN_", "OLLAMA_", "CUDA_", "NCCL_", "TRITON_", "
 # and a folder of a path is no owner ("/mnt/gpt-oss-120b" is gpt-oss-120b).
 _MODEL = re.compile(
     r"(?<![A-Za-z0-9])((?:(?<![/\w.-])[\w.-]{1,40}/)?gpt-oss(?:-(?:20b|120b)[\w.:-]{0,40}|:(?:20b|120b|latest)\b))",
-    re.I,
+    re.I | re.ASCII,  # "gpt-oss-20b使用出错": the name ends where the Chinese text starts
 )
 _MODEL_TAG = re.compile(r"'model(?:_tag)?': '([^']{1,200})'")
 # "token 200002", "token_id=13"; not an option's name ("--max-num-batched-tokens 2048").
@@ -260,6 +272,7 @@ _CONTINUATION = re.compile(r"\\[ \t]*\r?\n")
 # llama-server's short options, as its long names (common/arg.cpp's option table): "-c 0 -fa on -ngl 99".
 _LLAMA_LINE = re.compile(r"\bllama-(?:server|cli)\b")
 _SHORT_OPTION = re.compile(r"(?<![\w-])(-[a-z]{1,5})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?")
+_ANY_OPTION = re.compile(r"(?<!\S)--?[a-z]")
 _LLAMA_SHORT = {
     "-m": "--model",
     "-a": "--alias",
@@ -291,7 +304,7 @@ _OPTION_ENV = re.compile(
 
 def _option(name: str, value: str | None) -> str:
     """``--name value`` as read off a command line; a sentence's colon or comma after the value is not it."""
-    value = value.rstrip(":,;") if value else value
+    value = value.rstrip(":,;`") if value else value
     return f"{name} {value}" if value else name
 
 
@@ -316,7 +329,7 @@ def _flags(text: str) -> list[str]:
                     flags[_option(name, match.group(2))] = None
                     if full():
                         return
-            if _LLAMA_LINE.search(line):
+            if _LLAMA_LINE.search(line) and len(_ANY_OPTION.findall(line)) >= 2:  # a command, not a mention
                 for match in _SHORT_OPTION.finditer(line):
                     name = _LLAMA_SHORT.get(match.group(1))
                     if name is not None:
@@ -347,6 +360,8 @@ def _flags(text: str) -> list[str]:
         if full():
             break
     for match in _REQUEST_PARAM.finditer(head) if not full() and any(n in head for n in _REQUEST_NAMES) else ():
+        if match.group(1) == "think" and match.group(2).lower() not in _THINK_VALUES:
+            continue  # "I think: ..." is a sentence
         flags[f"{match.group(1)}={match.group(2)}"] = None
         if full():
             break

@@ -576,3 +576,27 @@ def test_the_error_leads_not_the_window_or_record_that_wraps_it(text: str, error
 def test_a_lead_in_that_says_it_results_in_an_error_is_not_one() -> None:
     text = "Prompting the acme model results in error:\nValueError: acme broke in the header\n"
     assert parse_input(text).signatures == ["ValueError: acme broke in the header"]
+
+
+def test_a_json_error_value_with_quotes_the_paste_did_not_escape_is_whole() -> None:
+    text = 'Internal Server Error {"error":"template: :1:2: executing "" at <index $acme 0>: index out of range"} URL'
+    assert parse_input(text).signatures[0] == 'template: :1:2: executing "" at <index $acme 0>: index out of range'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("gpt-oss-20b使用出错", "gpt-oss-20b"),  # the name ends where the Chinese text starts
+        ("使用Ollama运行gpt-oss-20B时无法使用Agent模式", "gpt-oss-20B"),
+    ],
+)
+def test_the_model_beside_chinese_text(text: str, expected: str) -> None:
+    assert parse_input(text).model == expected
+
+
+def test_more_fields_as_pasted() -> None:
+    assert parse_input("### OS\n\nLinux\n\n### Ollama version\n\n0.12.3\n").versions == {"ollama": "0.12.3"}
+    assert parse_input('{"model": "gpt-oss:20b", "think": "high"}').flags == ["think=high"]
+    assert parse_input("I think: the acme model is broken").flags == [], "a sentence's think"
+    assert parse_input("llama-server -m acme.gguf -ub 2048`").flags == ["--model acme.gguf", "--ubatch-size 2048"]
+    assert parse_input("the actual `llama-server -c` flag is ignored by the acme server").flags == [], "a mention"

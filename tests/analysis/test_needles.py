@@ -50,6 +50,11 @@ EXAMPLES = [
     "[TensorRT-LLM] TensorRT LLM version: 1.2.0rc4", "tensorrt_llm==1.0.0", "LM Studio 0.3.23",
     "ChatOllama(model='gpt-oss:20b')", "ChatBedrockConverse", "Claude Code 2.1", "claude-code", "@ai-sdk/openai",
     "Vercel AI SDK", "ollama/_client.py",
+    "### Ollama version\n\n0.12.3", "lmdeploy version:0.11.1", "Ollama version 0.11.11", '"matched_stop": null',
+    "[serving_chat.py:1001]", "[api_server.py:12]", "OpenHands CLI", "open-hands", "CodexCLI", "codex-cli 0.22.0",
+    "aiq.agent.react_agent.agent", "NeMo Agent Toolkit", "/v1/responses", "responses.create", "Responses API",
+    "ResponsesRequest", "object='response'", "chat/completions", "chat.completions", "ChatCompletion",
+    "chat completions",
 ]  # fmt: skip
 
 
