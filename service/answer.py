@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from indexer.documents import DocKind, Document, ThreadKind
@@ -261,6 +261,15 @@ def thread_fixes(
         if section is not None:
             fixes.append(section_fix(section, also_cites=url))
     return fixes
+
+
+def of_failing_engines(hits: Sequence[Hit], failing: Sequence[str], engine_of: Mapping[str, str]) -> list[Hit]:
+    """The hits whose thread is about an engine the failure names, or about none (``engine_of``: thread id ->
+    its engine). A thread about another engine is a look-alike: its fix is that engine's (an Ollama PR for an
+    LM Studio report), not one to offer. All of them when the failure names no engine."""
+    if not failing:
+        return list(hits)
+    return [hit for hit in hits if engine_of.get(hit.doc.id) in {None, *failing}]
 
 
 def build_fixes(

@@ -30,6 +30,7 @@ from service.answer import (
     calibrate,
     is_thread,
     issue_out,
+    of_failing_engines,
     origin_out,
     reproduction_out,
     scope_note,
@@ -327,11 +328,12 @@ class LookupEngine:
             if h.doc.id.startswith("reference/")
             and (h.confidence == "high" or trusted.intersection(h.doc.references))
         ]
+        fitting = of_failing_engines(confident, parsed.failure_engines, snap.retriever.engines.engine)
         fixes = (
             []
             if no_match
             else build_fixes(
-                [*confident, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
+                [*fitting, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
             )
         )
         issues = [issue_out(h, snap.knowledge) for h in calibrate(hits)]

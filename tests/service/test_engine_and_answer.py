@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from indexer.documents import Document, State
-from service.answer import Knowledge, build_fixes, section_fix
+from service.answer import Knowledge, build_fixes, of_failing_engines, section_fix
 from service.config import Settings
 from service.retrieval import Hit
 from service.scheduler import Scheduler
@@ -289,3 +289,11 @@ def test_each_run_kind_maps_to_its_index_job(monkeypatch: Any, settings: Setting
         "first-build": (False, False),
         "repair": (False, False),  # a plain local writer run: opening the store for writing repairs it
     }
+
+
+def test_another_engines_thread_gives_no_fix_when_the_failure_names_its_engine() -> None:
+    ollama, lmstudio, library = _issue(1), _issue(2), _issue(3)
+    engine_of = {ollama.id: "ollama", lmstudio.id: "lm-studio"}  # the library thread is about no engine
+    hits = [_hit(ollama), _hit(lmstudio), _hit(library)]
+    assert [h.doc.id for h in of_failing_engines(hits, ["lm-studio"], engine_of)] == [lmstudio.id, library.id]
+    assert of_failing_engines(hits, [], engine_of) == hits, "a failure that names no engine keeps every hit"
