@@ -104,7 +104,7 @@ CHAINING = re.compile(
 )
 # A user's line that introduces the error pasted below it ("... I am getting the following error:", "...
 # gives the following error"): it names no failure of its own, so it is the user's sentence, not an error line.
-_LEAD_IN = re.compile(
+LEAD_IN = re.compile(
     r"(?:\b(?:following|below)\s(?:\w{1,20}\s){0,2}(?:errors?|exceptions?|tracebacks?|logs?|output|messages?)"
     r"|\b(?:this|these|an|the|same)\s(?:errors?|exceptions?)\s{0,2}(?:below|here)?"
     r"|\b(?:errors?|exceptions?|tracebacks?)\b[^:\n]{0,40}\b(?:is|are|was|were|says?|reads?)\s{0,2}:"
@@ -339,7 +339,7 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
         kind, line = classified
         whole = raw.strip()
         record = whole[: len(whole) - len(stripped)].rstrip()
-        if kind == "error" and not record and _LEAD_IN.search(line):
+        if kind == "error" and not record and LEAD_IN.search(line):
             continue  # the user's lead-in to the error below it, left to the sentences
         said = kind == "error" and not record and _SENTENCE.match(line) is not None
         candidates = [(kind, line)]

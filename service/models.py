@@ -126,7 +126,8 @@ class AnalysisOut(BaseModel):
     failure_found: bool = Field(
         default=True,
         description="False when the input is a log with no failure line (no error, exception or sentence "
-        "describing one): nothing is matched with more than low confidence.",
+        "describing one), or announces an error ('the following error:') that no line of it shows: nothing is "
+        "matched with more than low confidence.",
     )
     outside_scope: bool = Field(
         default=False,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from indexer.signatures import CHAINING, MAX_LINE, keyed_error_lines, normalize_signature
+from indexer.signatures import CHAINING, LEAD_IN, MAX_LINE, keyed_error_lines, normalize_signature
 from service.analysis.distill import Distilled, distill, unwrap_log
 from service.analysis.engines import detect_client, detect_engines
 from service.analysis.needles import Needled
@@ -82,6 +82,11 @@ class ParsedInput(BaseModel):
         default="",
         description="The input without a bug report's environment sections (collect_env output, OS, GPU and "
         "package fields): what the rules that read the whole input read; empty when it has none",
+    )
+    announced: str | None = Field(
+        default=None,
+        description="The user's line that announces an error (ending 'the following error:') when no line of "
+        "the input reads as an error: the paste may have left the error out",
     )
     plain: list[str] = Field(
         default=[],
@@ -627,6 +632,8 @@ def parse_input(text: str) -> ParsedInput:
     # to this error").
     users = [e.text for e, _ in keyed if e.kind == "error" and not e.record]
     threads, numbers = _named_threads([*distilled.prose, *distilled.plain, *users], seen)
+    # A lead-in to an error ("... is:") with no error line anywhere: the paste may have left the error out.
+    announced = next((p for p in distilled.prose if p.endswith(":") and LEAD_IN.search(p)), None) if not keyed else None
     told = detect_engines(_without_working(body), strong[:5]) if body else []
     named = detect_engines(_without_working(text), strong[:5])
     parsed = ParsedInput(
@@ -645,7 +652,8 @@ def parse_input(text: str) -> ParsedInput:
         engines=[*told, *(e for e in named if e not in told)],
         token_ids=_token_ids(text, signatures),
         prose=distilled.prose,
-        failure_found=bool(strong or distilled.prose) or not distilled.is_log_dump,
+        failure_found=not announced and (bool(strong or distilled.prose) or not distilled.is_log_dump),
+        announced=announced,
         other_model=_other_model(text),
         log_dump=distilled.is_log_dump,
         body=body,

@@ -536,6 +536,15 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
             explanation=f"The traceback ends in {raiser}'s own code, with no server error it relays: {raiser} "
             "raised it (while building the request or reading the answer).",
         )
+    if found is None and parsed.announced is not None:
+        return Origin(
+            side="unknown",
+            component="other",
+            explanation=(
+                f"The input announces an error ({parsed.announced[:160]!r}) but no line of it reads as one: paste "
+                "the error or traceback itself, as it was printed."
+            ),
+        )
     wrapper = _only_wrapped(parsed) if found is None else None
     if wrapper is not None:
         return Origin(

@@ -495,3 +495,12 @@ def test_a_traceback_that_ends_in_a_client_frameworks_own_code_is_the_clients() 
     assert classify_origin(parse_input(relayed), []).side == "server", "a server error it relays stays the server's"
     sdk = trace.replace("litellm/llms/acme_chat.py", "openai/_base_client.py")
     assert classify_origin(parse_input(sdk), []).component != "client-integration", "an SDK only relays"
+
+
+def test_an_announced_error_the_paste_left_out_asks_for_it() -> None:
+    parsed = parse_input("[Bug]: acme model support\n\nThe error we are seeing is:\n\napiVersion: v1\nkind: Acme\n")
+    assert parsed.announced == "The error we are seeing is:" and not parsed.failure_found
+    origin = classify_origin(parsed, [])
+    assert origin.side == "unknown" and "paste the error" in origin.explanation
+    shown = parse_input("I am getting the following error:\nValueError: acme broke\n")
+    assert shown.announced is None and shown.failure_found, "an error line after it: nothing is missing"
