@@ -60,13 +60,18 @@ ENGINES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     # Ollama names models by tag (gpt-oss:20b, as its threads in the KB do) and listens on port 11434.
     ("ollama", re.compile(r"\bollama\b|\bgpt-oss:\d{2,3}b\b|:11434\b", re.I)),
-    ("llama.cpp", re.compile(r"llama\.cpp|llama[-_]cpp|\bllama-server\b|\bggml\b|\bik_llama\b", re.I)),
+    # llama.cpp also by its loader's records ("llama_model_load: error loading model"), which its wrappers relay.
+    (
+        "llama.cpp",
+        re.compile(r"llama\.cpp|llama[-_]cpp|\bllama-server\b|\bggml\b|\bik_llama\b|\bllama_model_load\b", re.I),
+    ),
     ("lm-studio", re.compile(r"\blm ?studio\b|\blmstudio\b|\blms (?:server|load)\b", re.I)),
     ("tensorrt-llm", re.compile(r"tensorrt[-_ ]?llm|\btrt[-_]?llm\b", re.I)),
     ("dynamo", re.compile(r"(?<![\w.])(?:ai-)?dynamo\b", re.I)),
     ("mlx", re.compile(r"\bmlx(?:[-_]\w{1,20})?\b", re.I)),
     ("lmdeploy", re.compile(r"\blmdeploy\b", re.I)),
     ("tgi", re.compile(r"text-generation-inference|\btgi\b", re.I)),
+    ("xinference", re.compile(r"\bxinference\b", re.I)),
 )
 
 _Table = tuple[tuple[str, re.Pattern[str]], ...]
@@ -90,6 +95,7 @@ _ENGINE_NAMES = {
     "mlx": "MLX",
     "lmdeploy": "LMDeploy",
     "tgi": "TGI",
+    "xinference": "Xinference",
 }
 
 
@@ -155,6 +161,7 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "ollama": ("ollama", "gpt-oss:", ":11434"),
     "sglang": ("sgl", "serverargs(", "prefill batch", "decode batch", '"matched_stop":'),
     "llama.cpp": ("llama", "ggml"),
+    "xinference": ("xinference",),
     "lm-studio": ("studio", "lms "),
     "tensorrt-llm": ("tensorrt", "trt"),
     "lmdeploy": ("lmdeploy",),

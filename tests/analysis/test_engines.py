@@ -156,3 +156,8 @@ def test_sglangs_own_response_field_names_it() -> None:
     """``matched_stop`` is in SGLang's OpenAI-compatible choices and in no vLLM release read."""
     chunk = 'data: {"choices":[{"index":0,"delta":{"content":null},"finish_reason":null,"matched_stop":null}]}'
     assert detect_engines(chunk) == ["sglang"]
+
+
+def test_xinference_and_llama_cpps_loader_records_name_their_engines() -> None:
+    assert detect_engines("2026-01-02 xinference.api.restful_api 812 ERROR [request x] acme failed") == ["xinference"]
+    assert detect_engines("llama_model_load: error loading model: acme tensor type 39") == ["llama.cpp"]

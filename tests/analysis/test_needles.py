@@ -54,7 +54,7 @@ EXAMPLES = [
     "[serving_chat.py:1001]", "[api_server.py:12]", "OpenHands CLI", "open-hands", "CodexCLI", "codex-cli 0.22.0",
     "aiq.agent.react_agent.agent", "NeMo Agent Toolkit", "/v1/responses", "responses.create", "Responses API",
     "ResponsesRequest", "object='response'", "chat/completions", "chat.completions", "ChatCompletion",
-    "chat completions",
+    "chat completions", "llama_model_load: error loading model", "xinference.api.restful_api",
 ]  # fmt: skip
 
 
