@@ -176,8 +176,12 @@ RULES: tuple[Rule, ...] = (
     Rule(
         "environment",
         "resources",
-        _rx(r"CUDA out of memory|OutOfMemoryError|\bOOM\b|out of memory"),
-        "the GPU ran out of memory for this configuration",
+        # Ollama's refusal to load: "model requires more system memory (58.0 GiB) than is available (30.5 GiB)".
+        _rx(
+            r"CUDA out of memory|OutOfMemoryError|\bOOM\b|out of memory"
+            r"|requires more (?:system |GPU )?memory\b.{0,40}\bthan"
+        ),
+        "the GPU (or the machine) ran out of memory for this configuration",
     ),
     Rule(
         "model-files",

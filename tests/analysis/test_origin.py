@@ -504,3 +504,9 @@ def test_an_announced_error_the_paste_left_out_asks_for_it() -> None:
     assert origin.side == "unknown" and "paste the error" in origin.explanation
     shown = parse_input("I am getting the following error:\nValueError: acme broke\n")
     assert shown.announced is None and shown.failure_found, "an error line after it: nothing is missing"
+
+
+def test_a_memory_shortfall_the_server_reports_is_the_environments() -> None:
+    parsed = parse_input('Error Output: "model requires more system memory (58.0 GiB) than is available (30.5 GiB)"')
+    origin = classify_origin(parsed, [])
+    assert (origin.side, origin.component) == ("environment", "resources")
