@@ -18,9 +18,13 @@ LLAMA_STAMP = r"\d{1,5}\.\d\d\.\d{3}\.\d{3} "
 TRACE_FRAME = re.compile(r'File "([^"\n]{1,400})", line \d{1,7}, in ([\w<>.]{1,120})')
 """A Python traceback's frame line (its file, then its function); the line under it quotes the source."""
 
+QUOTE_MARK = re.compile(r"^\s{0,3}(?:>(?!>) ?){1,4}|^\s{0,8}\u2502 ")
+"""A markdown quote's marks ("> ", "> > ") or a rich traceback's frame bar ("\u2502 "), not a REPL's ">>> "
+prompt: what follows them is read as it stands."""
+
 # Log decorations seen in vLLM, uvicorn, docker compose, systemd, ollama, sglang and Python logging.
 _PREFIXES = [
-    re.compile(r"^(?:> |\u2502 )"),  # a markdown quote ("> "), a rich traceback's frame ("\u2502 ")
+    QUOTE_MARK,
     re.compile(r"^[\w.-]{1,40} {0,12}\| ?"),  # docker compose "vllm-1  | "
     re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,64} [\w.@/-]{1,64}(?:\[\d{1,10}\])?: "),  # syslog
     re.compile(r"^\((?:\w[\w ]{0,40})?pid=\d{1,10}\) ?"),  # (APIServer pid=1)

@@ -8,6 +8,7 @@ generation by the engine). Synced text that no card backs is never a source of a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -96,30 +97,37 @@ def _command_lines(window: InputWindow) -> list[str]:
     return [line for line, low in lines if _COMMAND_LINE.search(line, low)]
 
 
-def seen_flags(parsed: ParsedInput, window: InputWindow | None = None) -> dict[str, str]:
+def seen_flags(parsed: ParsedInput) -> dict[str, str]:
     """Server flags and request params the input shows: ``{"tool-call-parser": "openai", ...}``.
 
     CLI flags count only on command lines (an error message that names a flag is not a setting);
     ``'key': value`` pairs count anywhere (vLLM's "non-default args" and sampling-params dicts).
+    The diagnosis and the advice of one lookup both ask: the input is read once (a copy each time).
     """
-    window = window or InputWindow.of(parsed)
+    return dict(_seen_flags(parsed.text, tuple(parsed.flags)))
+
+
+@functools.lru_cache(maxsize=4)
+def _seen_flags(text: str, parsed_flags: tuple[str, ...]) -> dict[str, str]:
+    window_text = text_window(text)
+    window = InputWindow(window_text, folded(window_text))
     found: dict[str, str] = {}
     # parse_input's flags are spelled as their program reads them already; a raw command line of vLLM's is
     # read as vLLM reads it (--tool_call_parser is --tool-call-parser), another program's as written.
     lines = [
-        *((text, False) for text in parsed.flags),
-        *((text, "vllm" in text.lower()) for text in _command_lines(window)),
+        *((flag, False) for flag in parsed_flags),
+        *((line, "vllm" in line.lower()) for line in _command_lines(window)),
     ]
-    for text, ours in lines:
-        for match in _CLI_FLAG.finditer(text):
+    for line, ours in lines:
+        for match in _CLI_FLAG.finditer(line):
             value = match.group(2) or "true"
             name = vllm_flag("--" + match.group(1))[2:] if ours else match.group(1)
             found.setdefault(name, "true" if value.startswith("-") else value)
     for match in _ARGS_KEY.finditer(window.text):
         found.setdefault(match.group(1).replace("_", "-"), match.group(2))
     windows = [window.text] if _TOOL_CHOICE.possible(window.low) else []
-    for text in [*parsed.flags, *windows]:
-        for match in _TOOL_CHOICE.pattern.finditer(text):
+    for source in [*parsed_flags, *windows]:
+        for match in _TOOL_CHOICE.pattern.finditer(source):
             found.setdefault("tool-choice", match.group(1).strip("\"'{ ").lower())
     return found
 
@@ -638,7 +646,7 @@ def advise(
         # Lower-ranked hits only count when they are about the same thing as the best one.
         top = [top[0], *[h for h in top[1:] if h.component == top[0].component]]
     window = InputWindow.of(parsed)
-    flags = seen_flags(parsed, window)
+    flags = seen_flags(parsed)
     category = categorize(parsed, top)
     advice = [
         *_vocab_advice(parsed, top, kb, category),

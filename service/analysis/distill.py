@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from indexer.signatures import LLAMA_STAMP, MAX_LINE, TRACE_FRAME
+from indexer.signatures import LLAMA_STAMP, MAX_LINE, QUOTE_MARK, TRACE_FRAME
 
 MAX_LINES = 20_000
 """Lines of an input that are classified; a 1 MB log rarely has more, and its failure sits at the end."""
@@ -192,13 +192,11 @@ _RELEASE = re.compile(r"\bv?\d{1,4}\.\d{1,4}\.\d{1,6}\b")
 """A release number a sentence names ("since Ollama 0.11.11"): words, not symbols."""
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 """A kana, CJK ideograph or Hangul syllable."""
-_QUOTE_MARK = re.compile(r"^\s{0,3}(?:>(?!>) ?){1,4}|^\s{0,8}\u2502 ")  # not a REPL's ">>> " prompt
-"""A markdown quote's marks or a rich traceback's frame bar: what follows them is judged as it stands."""
 
 
 def _is_prose(line: str, first: bool = False) -> bool:
     """``first``: the input's first line, where a report's title stands (its tag is not code there)."""
-    line = _QUOTE_MARK.sub("", line, count=1)
+    line = QUOTE_MARK.sub("", line, count=1)
     if first:
         line = _TITLE_TAG.sub("", line, count=1)
     if line.rstrip().endswith("\\") or _OPTION_START.match(line):

@@ -470,11 +470,11 @@ _TOOL_NAME_HARMONY = re.compile(r"""["']name["']\s{0,3}:\s{0,3}["'][^"']{0,200}?
 _NULL_CONTENT_STOP = re.compile(
     r"""["']content["']\s{0,3}:\s{0,3}(?:null|None)\b.{0,2000}?["']finish_reason["']\s{0,3}:\s{0,3}["']stop""", re.S
 )
-# A Responses API object cut off by its token budget (``status='incomplete'``, ``reason='max_output_tokens'``).
 # The model's raw Harmony output as a client showed it, a line of its own (no JSON around it): the server
 # returned the markup instead of parsing it.
 _RAW_HARMONY = re.compile(r"^\s{0,8}(?:<\|start\|>assistant)?<\|channel\|>(?:analysis|commentary|final)\b", re.M)
 _RAW_TOOL = re.compile(r"[^\n]{0,200}?(?:\bto=|<\|constrain\|>|<\|call\|>)")
+# A Responses API object cut off by its token budget (``status='incomplete'``, ``reason='max_output_tokens'``).
 _STATUS_INCOMPLETE = re.compile(r"""\bstatus["']?\s{0,3}[:=]\s{0,3}["']incomplete["']""")
 _REASON_BUDGET = re.compile(r"""\breason["']?\s{0,3}[:=]\s{0,3}["']max_output_tokens["']""")
 _RESPONSE_WINDOW = 20_000
@@ -578,11 +578,13 @@ def _named_threads(lines: list[str], errors: set[str]) -> tuple[list[str], list[
 
 # A sentence that says where the model runs fine ("Running gguf on llama.cpp without problem"): the engine it
 # names is the comparison, not the one that fails.
-_WORKS = re.compile(
+_WORKS = Needled(
     r"\b(?:without (?:any )?(?:problems?|issues?|errors?)|works? (?:fine|well|perfectly|great)"
     r"|no (?:problems?|issues?) (?:with|on|in))\b",
+    ("without ", "work fine", "works fine", "work well", "works well", "work perfectly", "works perfectly",
+     "work great", "works great", "no problem", "no issue"),
     re.I,
-)
+)  # fmt: skip
 _FAILS = re.compile(
     r"\b(?:fail|error|crash|broke|die[sd]?\b|hang|stuck|garbage|wrong|not work|doesn't work|does not work|can't"
     r"|cannot)",
@@ -592,11 +594,13 @@ _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
 
 
 def _without_working(text: str) -> str:
-    """``text`` without its sentences that only say where things work."""
-    if not _WORKS.search(text[:_FLAG_SCAN_CHARS]):
+    """``text`` without its sentences that only say where things work (the caller checks that the input
+    holds one of ``_WORKS``'s needles first)."""
+    head = text[:_FLAG_SCAN_CHARS]
+    if not _WORKS.pattern.search(head):
         return text
-    parts = _SENTENCE_END.split(text[:_FLAG_SCAN_CHARS])
-    kept = (part for part in parts if not (_WORKS.search(part) and not _FAILS.search(part)))
+    parts = _SENTENCE_END.split(head)
+    kept = (part for part in parts if not (_WORKS.pattern.search(part) and not _FAILS.search(part)))
     return "\n".join(kept) + text[_FLAG_SCAN_CHARS:]
 
 
@@ -634,8 +638,10 @@ def parse_input(text: str) -> ParsedInput:
     threads, numbers = _named_threads([*distilled.prose, *distilled.plain, *users], seen)
     # A lead-in to an error ("... is:") with no error line anywhere: the paste may have left the error out.
     announced = next((p for p in distilled.prose if p.endswith(":") and LEAD_IN.search(p)), None) if not keyed else None
-    told = detect_engines(_without_working(body), strong[:5]) if body else []
-    named = detect_engines(_without_working(text), strong[:5])
+    # Where the user says the model works is no failing engine; the needles of that phrasing are rare in logs.
+    works = _WORKS.possible(folded)
+    told = detect_engines(_without_working(body) if works else body, strong[:5]) if body else []
+    named = detect_engines(_without_working(text) if works else text, strong[:5])
     parsed = ParsedInput(
         text=text,
         signatures=signatures,

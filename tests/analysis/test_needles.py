@@ -55,6 +55,7 @@ EXAMPLES = [
     "aiq.agent.react_agent.agent", "NeMo Agent Toolkit", "/v1/responses", "responses.create", "Responses API",
     "ResponsesRequest", "object='response'", "chat/completions", "chat.completions", "ChatCompletion",
     "chat completions", "llama_model_load: error loading model", "xinference.api.restful_api",
+    "runs without problems", "works fine on llama.cpp", "no issues with vllm",
 ]  # fmt: skip
 
 
@@ -68,7 +69,7 @@ def _needled(*modules: types.ModuleType) -> dict[str, Needled]:
 
 
 PATTERNS = {
-    **_needled(advice),
+    **_needled(advice, input),
     **{f"{input.__name__}._VERSION_PATTERNS[{i}]": rule for i, (_, rule) in enumerate(input._VERSION_PATTERNS)},
     **{
         f"{engines.__name__}._NEEDLES[{name}]": Needled(
