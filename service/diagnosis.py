@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from indexer.documents import ReleaseSource
 from indexer.signatures import normalize_signature
-from service.analysis.advice import seen_flags
+from service.analysis.advice import settings_in_effect
 from service.analysis.engines import ThreadEngines, engine_name, repo_engines
 from service.analysis.input import ParsedInput
 from service.answer import public_source
@@ -50,9 +50,7 @@ def problem_id(problem: Problem) -> str:
     return problem.anchor
 
 
-_QUESTION = re.compile(
-    r"^(?:which|how|what|can|could|does|do|is|are|should|why|where|when)\b[^\n]{0,300}\?$", re.I
-)
+_QUESTION = re.compile(r"^(?:which|how|what|can|could|does|do|is|are|should|why|where|when)\b[^\n]{0,300}\?$", re.I)
 
 
 def asks(parsed: ParsedInput) -> bool:
@@ -509,7 +507,7 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
         if elsewhere is not None and vllm_only(action):
             continue
         if parsed is not None and action.kind == "set" and action.target.startswith("-"):
-            shown = seen_flags(parsed) if shown is None else shown
+            shown = settings_in_effect(parsed) if shown is None else shown
             if _already_set(action, shown):
                 continue  # the input shows it set so: repeating it is no advice
         if parsed is not None and _engine_mismatch(action, parsed):

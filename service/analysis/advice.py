@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from packaging.version import Version
 from pydantic import BaseModel, Field
 
-from indexer.documents import Document
+from indexer.documents import Document, ThreadKind
 from indexer.signatures import normalize_signature
 from indexer.trust import trust_level
+from service.analysis.engines import engine_name, repo_engines
 from service.analysis.input import ParsedInput
 from service.analysis.needles import Needled, folded
 from service.analysis.origin import categorize, text_window
@@ -84,8 +85,15 @@ class InputWindow:
 
     @classmethod
     def of(cls, parsed: ParsedInput) -> InputWindow:
-        text = text_window(parsed.text)
-        return cls(text, folded(text), tuple(parsed.failure_engines or parsed.engines))
+        text, low = _window_of(parsed.text)
+        return cls(text, low, tuple(parsed.failure_engines or parsed.engines))
+
+
+@functools.lru_cache(maxsize=4)
+def _window_of(text: str) -> tuple[str, str]:
+    """An input's window and its folded form: the advice and the diagnosis of one lookup both read them."""
+    window = text_window(text)
+    return window, folded(window)
 
 
 def _command_lines(window: InputWindow) -> list[str]:
@@ -130,6 +138,41 @@ def _seen_flags(text: str, parsed_flags: tuple[str, ...]) -> dict[str, str]:
         for match in _TOOL_CHOICE.pattern.finditer(source):
             found.setdefault("tool-choice", match.group(1).strip("\"'{ ").lower())
     return found
+
+
+# A report that tool calls come back right in one of the two modes (streaming, or not): vLLM parses tool calls
+# in both with the same --tool-call-parser, so the parser is on, and advice to turn it on contradicts the
+# report. One clause names the tool calls, the mode and that they work, with no negation in it; a contrast
+# ("... but", "; non-streaming they do not") starts another clause.
+_MODE_WORD = re.compile(r"stream", re.I)
+_WORKS_WORD = re.compile(r"\b(?:works?|working|correctly|properly|fine|as expected)\b", re.I)
+_NOT_WORD = re.compile(r"\b(?:not|no|never|neither|nor|cannot|except)\b|n't\b|\bfail", re.I)
+_CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n|,?\s(?:but|while|whereas|however)\b", re.I)
+
+
+@functools.lru_cache(maxsize=4)
+def tool_calls_work_in_a_mode(window: InputWindow) -> bool:
+    """True when a clause of the input says tool calls work in the streaming or the non-streaming mode (kept
+    for the last few inputs: the diagnosis and the advice of one lookup both ask)."""
+    if "stream" not in window.low or "tool" not in window.low:
+        return False
+    for clause in _CLAUSE_END.split(window.text):
+        if "tool" not in clause.lower() or not _MODE_WORD.search(clause) or not _WORKS_WORD.search(clause):
+            continue
+        if not _NOT_WORD.search(clause):
+            return True
+    return False
+
+
+def settings_in_effect(parsed: ParsedInput) -> dict[str, str]:
+    """:func:`seen_flags`, plus the tool-call parser a vLLM input shows on without naming it: tool calls that
+    work in one mode (:func:`tool_calls_work_in_a_mode`). What the diagnosis and the advice leave out as set."""
+    flags = seen_flags(parsed)
+    window = InputWindow.of(parsed)
+    if (not window.engines or "vllm" in window.engines) and tool_calls_work_in_a_mode(window):
+        flags.setdefault("tool-call-parser", "openai")
+        flags.setdefault("enable-auto-tool-choice", "true")
+    return flags
 
 
 def user_vllm_version(parsed: ParsedInput) -> str | None:
@@ -305,8 +348,11 @@ _TOOL_SYMPTOM = Needled(
     ("tool", "function"),
     re.I,
 )
+# A response field that holds reasoning text (``"reasoning_content": "We need ..."``) shows reasoning apart from
+# the answer, which is what a reasoning parser does: it is no reasoning symptom.
 _REASONING_SYMPTOM = Needled(
-    r"reasoning_content|reasoning (?:field|text|tokens?|leaks?|shows|appears|ends up)|reasoning parser"
+    r"reasoning_content(?![\"']?\s{0,3}:\s{0,3}\"[^\"])"
+    r"|reasoning (?:field|text|tokens?|leaks?|shows|appears|ends up)|reasoning parser"
     r"|analysis channel|chain of thought|thinking (?:text|appears|shows|leaks)",
     ("reasoning", "analysis channel", "chain of thought", "thinking "),
     re.I,
@@ -605,22 +651,105 @@ def card_flags(doc: Document) -> list[FlagOut]:
     return out
 
 
-def _card_advice(hits: Sequence[Document], related: bool = False) -> list[Advice]:
+COMMAND_SHOWN_FLAGS = 2
+"""Options read off the input's command lines from which the command counts as shown in full: an option it
+lacks is one the user did not pass (one option is a mention, not a command)."""
+
+
+def _moot(item: FlagOut, shown: dict[str, str], command_shown: bool) -> bool:
+    """True when the input shows the setting already as the card wants it: a flag to set, set to that value;
+    a command-line option to avoid, absent from the command the input shows."""
+    name = item.flag.lstrip("-")
+    if item.action == "set":
+        value = shown.get(name)
+        return value is not None and (item.value is None or value.lower() == item.value.lower())
+    if item.action != "avoid" or not command_shown or not item.flag.startswith("--"):
+        return False
+    value = shown.get(name)
+    return value is None or (item.value is not None and value.lower() != item.value.lower())
+
+
+def _names_flag(step: str, item: FlagOut) -> bool:
+    """True when ``step`` names the option as the card avoids it (with its value, when it has one)."""
+    return re.search(re.escape(item.text()) + r"(?![\w-])", step) is not None
+
+
+def _fix_release(doc: Document, kb: CuratedThreads | None) -> tuple[str, str] | None:
+    """(PR, release) for the first release with an issue's fix, when the KB knows it: the earliest of its merged
+    fixing PRs in the same repository."""
+    known: list[tuple[Version, str, str]] = []
+    for pr in doc.fixed_by:
+        card = kb.get(pr) if kb is not None else None
+        if card is None or card.state != "merged" or card.repo != doc.repo or not card.released_in:
+            continue
+        if (version := parse_version(card.released_in)) is not None:
+            known.append((version, pr, card.released_in))
+    return min(known)[1:] if known else None
+
+
+def _against_version(doc: Document, parsed: ParsedInput, kb: CuratedThreads | None) -> str:
+    """A note on an issue's advice from the input's release of the issue's engine, when it is newer than the
+    issue's: the fix's first release is in it already, or (the fix's release unknown) every release the issue
+    was reported on is older, so a fix released in between is in it. Either way the issue may not be the cause;
+    the note says what is known and leaves the steps to the reader (an issue's flags may still apply)."""
+    if doc.thread_kind is ThreadKind.PULL:
+        return ""  # a merged PR's own fix is the change it made: having it says nothing against it
+    for engine in repo_engines(doc.repo) if doc.repo else ():
+        mine = parse_version(parsed.versions.get(engine))
+        if mine is None:
+            continue
+        name, theirs = engine_name(engine), mine.public  # a build's local tag (+g6c3c0f823.rocm711) says no more
+        fix = _fix_release(doc, kb)
+        if fix is not None:
+            pr, release = fix
+            older = mine < (parse_version(release) or mine)
+            return "" if older else f" ({pr}, its fix, was first released in {release}, and you run {name} {theirs})"
+        reported = [v for r in doc.versions.get(engine, []) if (v := parse_version(r)) is not None]
+        if reported and doc.state != "open" and mine > max(reported):
+            return (
+                f" (reported on {name} {max(reported).public}, and you run {theirs}, so a fix released in between "
+                "is in yours and it may not be the cause)"
+            )
+        return ""
+    return ""
+
+
+def _card_advice(
+    hits: Sequence[Document],
+    related: bool = False,
+    parsed: ParsedInput | None = None,
+    kb: CuratedThreads | None = None,
+) -> list[Advice]:
     """Each hit's own fix and workarounds, with the flags the card says to set or avoid; ``related``: no hit
-    is known to be this failure, and the advice says so."""
+    is known to be this failure, and the advice says so.
+
+    With ``parsed``, what the input shows already done is left out: a flag it sets as the card says, and an
+    option to avoid that its command does not pass, with the steps that only ask to drop that option; and the
+    input's release, when it is newer than the issue's, is noted (:func:`_against_version`).
+    """
     advice: list[Advice] = []
     told = ", a related issue not known to be this failure" if related else ""
+    shown = settings_in_effect(parsed) if parsed is not None else {}
+    command_shown = parsed is not None and sum(f.startswith("--") for f in parsed.flags) >= COMMAND_SHOWN_FLAGS
     for doc in hits:
+        note = _against_version(doc, parsed, kb) if parsed is not None else ""
+        typed = card_flags(doc)
+        moot = [item for item in typed if _moot(item, shown, command_shown)]
+        typed = [item for item in typed if item not in moot]
         steps: list[str] = []
         if doc.fix and (doc.fix_confirmed or doc.state == "merged"):
             steps.append(doc.fix)
         steps.extend(doc.workarounds)
-        typed = card_flags(doc)
+        unused = [item for item in moot if item.action == "avoid"]
+        steps = [step for step in steps if not any(_names_flag(step, item) for item in unused)]
         if not steps and not typed:
             continue
         if not steps:
             steps.append(f"The settings {doc.id} points at: " + ", ".join(f"{f.action} {f.text()}" for f in typed))
-        advice.append(Advice(summary=f"From {doc.id}{told}: " + " / ".join(steps), flags=typed[:6], sources=[doc.id]))
+        # The note goes in the head: the steps stay as the card words them, so an answer's fixes that say the
+        # same step still replace it (service.answer.without_repeats), and the note has no ": " of its own.
+        summary = f"From {doc.id}{told}{note}: " + " / ".join(steps)
+        advice.append(Advice(summary=summary, flags=typed[:6], sources=[doc.id]))
     return advice
 
 
@@ -646,7 +775,7 @@ def advise(
         # Lower-ranked hits only count when they are about the same thing as the best one.
         top = [top[0], *[h for h in top[1:] if h.component == top[0].component]]
     window = InputWindow.of(parsed)
-    flags = seen_flags(parsed)
+    flags = settings_in_effect(parsed)
     category = categorize(parsed, top)
     advice = [
         *_vocab_advice(parsed, top, kb, category),
@@ -656,7 +785,7 @@ def advise(
         *_reasoning_advice(window, top, kb, flags, category),
         *_stop_advice(window, top, kb, flags),
         *_version_advice(parsed, top, kb),
-        *_card_advice(top, related=not matched),
-        *_card_advice(_same_error_cards(parsed, top, kb)),
+        *_card_advice(top, related=not matched, parsed=parsed, kb=kb),
+        *_card_advice(_same_error_cards(parsed, top, kb), parsed=parsed, kb=kb),
     ]
     return _dedupe(advice)

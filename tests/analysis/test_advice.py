@@ -16,6 +16,7 @@ from service.analysis.advice import (
     card_flags,
     fixing_version,
     seen_flags,
+    settings_in_effect,
 )
 from service.analysis.input import parse_input
 from service.models import FlagOut
@@ -391,3 +392,148 @@ def test_an_unmatched_inputs_neighbours_fixes_say_they_are_a_related_issues(
     assert matched and "related issue" not in matched[0]
     related = [a.summary for a in advise(parsed, hits, kb, matched=False) if a.summary.startswith("From ")]
     assert related == [matched[0].replace(":", ", a related issue not known to be this failure:", 1)]
+
+
+@pytest.mark.parametrize(
+    ("report", "parser_on"),
+    [
+        ("With stream: true the tool calls are populated properly in the delta chunks.", True),
+        ("Non-streaming requests return the tool calls correctly.", True),
+        ("The tool calls do not work with streaming either.", False),
+        ("Reasoning works fine when streaming, but the tool calls arrive as text.", False),
+        ("It fails the same way with streaming on: no tool calls.", False),
+    ],
+)
+def test_tool_calls_that_work_in_one_mode_show_the_parser_on(
+    report: str, parser_on: bool, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """vLLM parses tool calls with one --tool-call-parser in both modes: a report that they work in one mode
+    shows it on, and advice to turn it on would contradict the report."""
+    text = "vLLM serving gpt-oss-20b, chat completions with tools: the call arrives in content. " + report
+    parsed = parse_input(text)
+    advice = advise(parsed, _hits(cards, "vllm-project/vllm#22337"), kb)
+    told = [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
+    told += [a for a in advice for f in a.flags if f.flag == "--tool-call-parser"]
+    assert bool(told) is not parser_on
+    assert ("tool-call-parser" in settings_in_effect(parsed)) is parser_on
+    assert "tool-call-parser" not in seen_flags(parsed)  # inferred, never shown as seen
+
+
+def test_the_parser_inferred_from_working_tool_calls_is_vllms_only(kb: CuratedThreads) -> None:
+    parsed = parse_input("SGLang serving gpt-oss: tool calls work when streaming, not otherwise")
+    assert "tool-call-parser" not in settings_in_effect(parsed)
+
+
+LLAMA_GARBAGE = "the model answers with garbage after the first turn"
+
+
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        ("llama-server -m gpt-oss-20b.gguf --ctx-size 65536 --flash-attn on\n" + LLAMA_GARBAGE, False),
+        ("llama-server -m gpt-oss-20b.gguf --ctx-size 65536 --jinja\n" + LLAMA_GARBAGE, True),
+        ("I run llama-server with --ctx-size 65536 and " + LLAMA_GARBAGE, True),  # one option: not a command
+        ("llama-server: " + LLAMA_GARBAGE, True),
+    ],
+)
+def test_an_option_to_avoid_that_the_shown_command_lacks_is_no_advice(
+    text: str, told: bool, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    card = cards["ggml-org/llama.cpp#15091"]
+    assert any(f.flag == "--jinja" and f.action == "avoid" for f in card_flags(card))  # the card this is about
+    advice = [a for a in advise(parse_input(text), [card], kb) if a.summary.startswith(f"From {card.id}")]
+    assert advice  # its other workaround stays
+    assert ("--jinja" in advice[0].summary) is told
+    assert any(f.flag == "--jinja" for f in advice[0].flags) is told
+
+
+@pytest.mark.parametrize(
+    ("command", "told"),
+    [
+        ("--attention-backend FLASHINFER --max-model-len 8192", True),
+        ("--attention-backend TRITON_ATTN --max-model-len 8192", False),
+        ("--max-model-len 8192 --max-num-seqs 4", False),
+    ],
+)
+def test_an_option_to_avoid_counts_with_its_value(
+    command: str, told: bool, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """Avoiding ``--attention-backend flashinfer`` is advice only to a command that passes that value; a step
+    that names the option with another value (use ``--attention-backend flash_attn``) stays either way."""
+    card = cards["Dao-AILab/flash-attention#2336"]
+    text = f"$ vllm serve openai/gpt-oss-20b {command}\nthe server crashes in attention on an RTX 4090 (SM89)"
+    advice = [a for a in advise(parse_input(text), [card], kb) if a.summary.startswith(f"From {card.id}")]
+    assert advice and "--attention-backend flash_attn" in advice[0].summary
+    assert ("do not force --attention-backend flashinfer" in advice[0].summary) is told
+    assert any(f.action == "avoid" for f in advice[0].flags) is told
+
+
+def test_an_issues_release_note_leaves_its_steps_as_the_fixes_say_them(
+    cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """The note goes before the steps: a step the answer's fixes already state is still dropped from advice."""
+    card = cards["vllm-project/vllm#22337"]
+    summary = next(a.summary for a in advise(parse_input(f"vllm==0.12.0\n{TOOLS_IN_CONTENT}"), [card], kb)
+                   if "#22337" in a.summary)  # fmt: skip
+    head, _, steps = summary.partition(": ")
+    assert "its fix, was first released in" in head and steps.split(" / ")[0] in [card.fix, *card.workarounds]
+
+
+def test_a_flag_the_input_sets_as_the_card_says_is_not_repeated(cards: dict[str, Document], kb: CuratedThreads) -> None:
+    text = "$ vllm serve openai/gpt-oss-20b --reasoning-parser openai_gptoss --max-model-len 8192\n" + TOOLS_IN_CONTENT
+    advice = [
+        a for a in advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"), kb) if "#22337" in a.summary
+    ]
+    flags = [f.flag for a in advice for f in a.flags]
+    assert "--reasoning-parser" not in flags
+    assert "--tool-call-parser" in flags  # not set in the command: still advice
+
+
+@pytest.mark.parametrize(
+    ("version", "note"),
+    [
+        ("Ollama version 0.12.3", "(reported on Ollama 0.11.0, and you run 0.12.3, so a fix released in between"),
+        ("Ollama version 0.11.0", None),
+        ("", None),
+    ],
+)
+def test_an_issue_reported_on_an_older_release_says_so(
+    version: str, note: str | None, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    card = cards["ollama/ollama#11691"]
+    assert card.versions == {"ollama": ["0.11.0"]} and not card.fixed_by  # no fix release known
+    text = f"{version}\nOllama gpt-oss:20b with a format schema: the content is empty"
+    advice = [a.summary for a in advise(parse_input(text), [card], kb) if a.summary.startswith(f"From {card.id}")]
+    assert advice
+    assert (note in advice[0]) if note else "reported on" not in advice[0]
+
+
+@pytest.mark.parametrize(
+    ("version", "noted"), [("vllm==0.12.0", True), ("vllm==0.11.0", True), ("vllm==0.10.2", False)]
+)
+def test_an_issue_whose_fix_release_the_input_has_says_so(
+    version: str, noted: bool, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    card = cards["vllm-project/vllm#22337"]
+    assert card.fixed_by == ["vllm-project/vllm#25514"] and cards[card.fixed_by[0]].released_in == "v0.11.0"
+    advice = [
+        a.summary for a in advise(parse_input(f"{version}\n{TOOLS_IN_CONTENT}"), [card], kb) if "#22337" in a.summary
+    ]
+    assert advice
+    said = "(vllm-project/vllm#25514, its fix, was first released in v0.11.0, and you run vLLM " in advice[0]
+    assert said is noted
+
+
+@pytest.mark.parametrize(
+    ("field", "symptom"),
+    [('"reasoning_content": "We need to call the weather tool."', False), ('"reasoning_content": null', True)],
+)
+def test_a_response_that_holds_its_reasoning_apart_is_no_reasoning_symptom(
+    field: str, symptom: bool, kb: CuratedThreads
+) -> None:
+    text = (
+        "vLLM serving gpt-oss-20b returns this for a tools request:\n"
+        f'{{"message": {{"content": "{{\\"city\\": \\"Paris\\"}}", {field}, "tool_calls": []}}}}'
+    )
+    advice = advise(parse_input(text), [], kb)
+    assert bool([a for a in advice if REASONING_SECTION in a.sources]) is symptom

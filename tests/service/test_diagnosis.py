@@ -433,6 +433,9 @@ def test_a_flag_the_input_shows_set_is_not_advised_again() -> None:
     other = f"vllm serve openai/gpt-oss-20b --tool-call-parser hermes\n{LINE}"
     changed = diagnose(parse_input(other), problems, KNOWLEDGE, hits=[], sections=[])
     assert changed is not None and [a.target for a in changed.actions][0] == "--tool-call-parser", "another value"
+    works = f"vLLM: with stream=true the tool calls come back properly; non-streaming they do not.\n{LINE}"
+    inferred = diagnose(parse_input(works), problems, KNOWLEDGE, hits=[], sections=[])
+    assert inferred is not None and [a.target for a in inferred.actions] == ["retry"], "tool calls work in a mode"
 
 
 def test_a_clients_section_diagnoses_only_an_input_that_names_that_client() -> None:
