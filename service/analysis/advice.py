@@ -150,17 +150,18 @@ _NOT_WORD = re.compile(r"\b(?:not|no|never|neither|nor|cannot|except)\b|n't\b|\b
 _CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n|,?\s(?:but|while|whereas|however)\b", re.I)
 
 
-@functools.lru_cache(maxsize=4)
-def tool_calls_work_in_a_mode(window: InputWindow) -> bool:
-    """True when a clause of the input says tool calls work in the streaming or the non-streaming mode (kept
-    for the last few inputs: the diagnosis and the advice of one lookup both ask)."""
-    if "stream" not in window.low or "tool" not in window.low:
-        return False
-    for clause in _CLAUSE_END.split(window.text):
-        if "tool" not in clause.lower() or not _MODE_WORD.search(clause) or not _WORKS_WORD.search(clause):
+def tool_calls_work_in_a_mode(prose: Sequence[str]) -> bool:
+    """True when a clause of the user's own sentences (``ParsedInput.prose``; a log's lines are not the user's
+    report) says tool calls work in the streaming or the non-streaming mode."""
+    for sentence in prose:
+        low = sentence.lower()
+        if "stream" not in low or "tool" not in low:
             continue
-        if not _NOT_WORD.search(clause):
-            return True
+        for clause in _CLAUSE_END.split(sentence):
+            if "tool" not in clause.lower() or not _MODE_WORD.search(clause) or not _WORKS_WORD.search(clause):
+                continue
+            if not _NOT_WORD.search(clause):
+                return True
     return False
 
 
@@ -168,8 +169,8 @@ def settings_in_effect(parsed: ParsedInput) -> dict[str, str]:
     """:func:`seen_flags`, plus the tool-call parser a vLLM input shows on without naming it: tool calls that
     work in one mode (:func:`tool_calls_work_in_a_mode`). What the diagnosis and the advice leave out as set."""
     flags = seen_flags(parsed)
-    window = InputWindow.of(parsed)
-    if (not window.engines or "vllm" in window.engines) and tool_calls_work_in_a_mode(window):
+    engines = parsed.failure_engines or parsed.engines
+    if (not engines or "vllm" in engines) and tool_calls_work_in_a_mode(parsed.prose):
         flags.setdefault("tool-call-parser", "openai")
         flags.setdefault("enable-auto-tool-choice", "true")
     return flags

@@ -420,8 +420,20 @@ def test_tool_calls_that_work_in_one_mode_show_the_parser_on(
 
 
 def test_the_parser_inferred_from_working_tool_calls_is_vllms_only(kb: CuratedThreads) -> None:
-    parsed = parse_input("SGLang serving gpt-oss: tool calls work when streaming, not otherwise")
+    parsed = parse_input("SGLang serving gpt-oss: with streaming the tool calls work as expected")
     assert "tool-call-parser" not in settings_in_effect(parsed)
+
+
+def test_only_the_users_sentences_say_that_tool_calls_work() -> None:
+    """A log record is not the user's report: its words about streamed tool calls infer nothing."""
+    text = (
+        "vLLM serving gpt-oss-20b, chat completions with tools: the call arrives in content.\n"
+        "(APIServer pid=1) INFO 08-07 12:00:01 [logger.py:41] Received request chatcmpl-1: stream=True, "
+        "tool calls work as expected\n"
+    )
+    assert "tool-call-parser" not in settings_in_effect(parse_input(text))
+    said = text.replace("(APIServer pid=1) INFO 08-07 12:00:01 [logger.py:41] Received request chatcmpl-1: ", "With ")
+    assert "tool-call-parser" in settings_in_effect(parse_input(said))
 
 
 LLAMA_GARBAGE = "the model answers with garbage after the first turn"
