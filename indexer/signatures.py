@@ -56,9 +56,15 @@ _SPACE = re.compile(r"\s{1,2000}")
 _WORD = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
 
 # An exception line: a (dotted) class name ending in Error/Exception/... then ':' or '(' or the end.
-_EXCEPTION = re.compile(
-    r"^(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::|\(|$)"
+_EXCEPTION = re.compile(r"^(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::|\(|$)")
+# An exception a line carries after a title or a lead ("GPT-OSS vLLM Serving - RuntimeError: ...", "[Bug]:
+# ValueError: ..."): after a dash, colon or bracket that ends the words before it.
+_LED_EXCEPTION = re.compile(
+    r"(?:\s[-\u2013\u2014:|]\s|\]:?\s)((?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
+    r"(?::\s|\())"
 )
+# A bare exception name on its own line ("ValueError"), as some tracebacks print it above the message.
+_BARE_EXCEPTION = re.compile(r"(?:[\w.]{0,120}\.)?([A-Z]\w{0,60}(?:Error|Exception))")
 _ERRORISH = re.compile(
     r"\b(?:HarmonyError|error|Error|ERROR|failed|Failed|FAILED|fatal|FATAL|panic|invalid|Invalid|"
     r"not supported|unsupported|Unsupported|Unexpected|unexpected|cannot|Cannot|unable|Unable|"
@@ -103,9 +109,7 @@ _WRAPPER = re.compile(
 _SOURCE_INTRO = (" in source:", " in source: ")
 # Python's lines between the tracebacks of one chained failure: they say where a traceback starts, not
 # what failed.
-CHAINING = re.compile(
-    r"^(?:traceback \(most recent|during handling of the above|the above exception\b)", re.I
-)
+CHAINING = re.compile(r"^(?:traceback \(most recent|during handling of the above|the above exception\b)", re.I)
 # A user's line that introduces the error pasted below it ("... I am getting the following error:", "...
 # gives the following error"): it names no failure of its own, so it is the user's sentence, not an error line.
 LEAD_IN = re.compile(
@@ -249,6 +253,8 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
         return ("wrapper", text)
     if _is_exception(text):
         return ("exception", text)
+    if ("Error" in text or "Exception" in text) and (led := _LED_EXCEPTION.search(text)):
+        return ("exception", text[led.start(1) :])
     if _NATIVE_CRASH.search(text):
         return ("error", text)
     prefix = raw[: len(raw.rstrip()) - len(text)]
@@ -362,7 +368,21 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
             )
         if len(out) >= limit * 4:
             break
-    return sorted(out, key=lambda item: _rank(item[0]))[:limit]
+    return sorted(_without_bare_names(out), key=lambda item: _rank(item[0]))[:limit]
+
+
+def _without_bare_names(found: list[tuple[ErrorLine, str]]) -> list[tuple[ErrorLine, str]]:
+    """Leave out an exception's bare name ("ValueError") when a line gives that exception with its message."""
+    bare = [line for line, _ in found if line.kind == "exception" and _BARE_EXCEPTION.fullmatch(line.text.strip())]
+    if not bare:
+        return found
+    told = {
+        line.text.split(":", 1)[0].strip().rsplit(".", 1)[-1]
+        for line, _ in found
+        if line.kind in {"exception", "message"} and ":" in line.text
+    }
+    dropped = {id(line) for line in bare if line.text.strip().rsplit(".", 1)[-1] in told}
+    return [item for item in found if id(item[0]) not in dropped]
 
 
 def _rank(line: ErrorLine) -> tuple[float, bool, int]:

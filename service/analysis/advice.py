@@ -435,12 +435,16 @@ def _tool_parser_advice(
             for f, ok in (("--tool-call-parser openai", has_parser), ("--enable-auto-tool-choice", has_auto))
             if not ok
         ]
+        # "Not seen" in a command the input shows is a finding; with no command in the input it is only a check.
+        lead = (
+            f"Start vLLM with `--tool-call-parser openai --enable-auto-tool-choice` (not seen: {', '.join(missing)})"
+            if command_shown(parsed)
+            else "Check that vLLM runs with `--tool-call-parser openai --enable-auto-tool-choice` (the input shows "
+            "no server command)"
+        )
         summary = (
-            "Start vLLM with `--tool-call-parser openai --enable-auto-tool-choice` (not seen: "
-            f"{', '.join(missing)}): "
-            "without them gpt-oss tool calls are not parsed into `tool_calls` and arrive as "
-            "text, or requests with "
-            'tool_choice "auto" are rejected.'
+            f"{lead}: without them gpt-oss tool calls are not parsed into `tool_calls` and arrive as text, or "
+            'requests with tool_choice "auto" are rejected.'
         )
         if minimum:
             summary += f" The `openai` tool-call parser needs vLLM >= {minimum[0]}."
@@ -657,6 +661,12 @@ COMMAND_SHOWN_FLAGS = 2
 lacks is one the user did not pass (one option is a mention, not a command)."""
 
 
+def command_shown(parsed: ParsedInput) -> bool:
+    """True when the input shows the server's command (or its options): an option it lacks is one the user did
+    not pass."""
+    return sum(f.startswith("--") for f in parsed.flags) >= COMMAND_SHOWN_FLAGS
+
+
 def _moot(item: FlagOut, shown: dict[str, str], command_shown: bool) -> bool:
     """True when the input shows the setting already as the card wants it: a flag to set, set to that value;
     a command-line option to avoid, absent from the command the input shows."""
@@ -731,11 +741,11 @@ def _card_advice(
     advice: list[Advice] = []
     told = ", a related issue not known to be this failure" if related else ""
     shown = settings_in_effect(parsed) if parsed is not None else {}
-    command_shown = parsed is not None and sum(f.startswith("--") for f in parsed.flags) >= COMMAND_SHOWN_FLAGS
+    shows_command = parsed is not None and command_shown(parsed)
     for doc in hits:
         note = _against_version(doc, parsed, kb) if parsed is not None else ""
         typed = card_flags(doc)
-        moot = [item for item in typed if _moot(item, shown, command_shown)]
+        moot = [item for item in typed if _moot(item, shown, shows_command)]
         typed = [item for item in typed if item not in moot]
         steps: list[str] = []
         if doc.fix and (doc.fix_confirmed or doc.state == "merged"):

@@ -273,7 +273,36 @@ _SERVE_LINE = re.compile(r"\b(?:vllm|serve|api_server|sglang|launch_server|pytho
 # backslash are joined to it first, but a paste may give the options alone or after a label
 # ("Serving Arguments: --enable-auto-tool-choice ...").
 _OPTIONS_LINE = re.compile(r"^\s{0,8}(?:[A-Za-z][\w ]{0,40}:\s{0,4})?--[a-z]")
-_CONTINUATION = re.compile(r"\\[ \t]*\r?\n")
+_CONTINUATION = re.compile(r"(?:\\|(?<=[ \t])`)[ \t]*\r?\n")  # a shell's backslash, PowerShell's backtick
+# A container run: the options before the image are the container runtime's (--gpus, --ulimit, --name), not
+# the server's; the image is the first word after ``docker run`` that reads as one ([registry/]org/name[:tag]).
+_CONTAINER_RUN = re.compile(r"\b(?:docker|podman) run\b")
+_IMAGE = re.compile(
+    r"(?<!\S)(?:[a-z0-9.-]+(?::\d+)?/)?[a-z0-9._-]+(?:/[a-z0-9._-]+)+(?::[\w.-]+)?(?:@sha256:[a-f0-9]+)?(?!\S)"
+)
+
+
+# ``docker run``'s options that take no value (the docker run reference): the word after any other option is
+# that option's value (``--name acme``, ``--model openai/gpt-oss-20b``), never the image.
+_CONTAINER_SWITCHES = frozenset(
+    "-d -i -t -it -ti -itd -dit --rm --detach --interactive --tty --privileged --init --read-only --sig-proxy "
+    "--no-healthcheck --oom-kill-disable --publish-all -P".split()
+)
+
+
+def _server_part(line: str) -> str:
+    """The part of a command line the server reads: from the image on, for a container run whose image shows."""
+    run = _CONTAINER_RUN.search(line)
+    if run is None:
+        return line
+    for image in _IMAGE.finditer(line, run.end()):
+        before = line[run.end() : image.start()].split()
+        if before and before[-1].startswith("-") and "=" not in before[-1] and before[-1] not in _CONTAINER_SWITCHES:
+            continue  # an option's value
+        return line[image.start() :]
+    return line
+
+
 # llama-server's short options, as its long names (common/arg.cpp's option table): "-c 0 -fa on -ngl 99".
 _LLAMA_LINE = re.compile(r"\bllama-(?:server|cli)\b")
 _SHORT_OPTION = re.compile(r"(?<![\w-])(-[a-z]{1,5})(?:[ =]([^\s\-'\"][^\s'\"]{0,80}))?")
@@ -323,10 +352,12 @@ def _flags(text: str) -> list[str]:
 
     def scan_lines() -> None:
         has_args = any(header in text for header in _ARGS_HEADER)
-        joined = _CONTINUATION.sub(" ", text) if "\\" in text else text
+        joined = _CONTINUATION.sub(" ", text) if "\\" in text or " `" in text else text
         header_above = False  # vLLM's args dict may sit on the line after its header once pasted
         for line in joined.splitlines() if ("--" in text or has_args or "llama-" in text) else ():
             line = line[:MAX_LINE]
+            if " run" in line:
+                line = _server_part(line)
             if "--" in line and (_SERVE_LINE.search(line) or _OPTIONS_LINE.match(line)):
                 ours = "vllm" in line.lower()  # vLLM reads --max_model_len as --max-model-len; argparse does not
                 for match in _CLI_FLAG.finditer(line):

@@ -32,13 +32,21 @@ def _hits(cards: dict[str, Document], *ids: str) -> list[Document]:
     return [cards[i] for i in ids]
 
 
+PARSER_ADVICE = ("Start vLLM with `--tool-call-parser openai", "Check that vLLM runs with `--tool-call-parser openai")
+"""How the tool-parser advice starts: a finding when the input shows the command, a check when it shows none."""
+
+
+def _parser_advice(advice: list[Advice]) -> list[Advice]:
+    return [a for a in advice if a.summary.startswith(PARSER_ADVICE)]
+
+
 def _about(advice: list[Advice], needle: str) -> list[Advice]:
     return [a for a in advice if needle.lower() in (a.summary + " " + " ".join(f.text() for f in a.flags)).lower()]
 
 
 def test_missing_tool_parser_flags_are_advised_with_sources(cards: dict[str, Document], kb: CuratedThreads) -> None:
     advice = advise(parse_input(TOOLS_IN_CONTENT), _hits(cards, "vllm-project/vllm#22337"), kb)
-    rule = [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
+    rule = _parser_advice(advice)
     assert len(rule) == 1
     assert rule[0].flags == [
         FlagOut(flag="--tool-call-parser", value="openai", action="set"),
@@ -51,7 +59,7 @@ def test_missing_tool_parser_flags_are_advised_with_sources(cards: dict[str, Doc
 def test_no_tool_flag_advice_when_both_flags_are_already_set(cards: dict[str, Document], kb: CuratedThreads) -> None:
     text = "$ vllm serve openai/gpt-oss-120b --tool-call-parser openai --enable-auto-tool-choice\n" + TOOLS_IN_CONTENT
     advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"), kb)
-    assert not [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser")]
+    assert not _parser_advice(advice)
 
 
 @pytest.mark.parametrize("wording", ["native function calling", "function-calling", "supports_function_calling"])
@@ -59,7 +67,7 @@ def test_function_calling_wording_counts_as_a_tool_symptom(wording: str, kb: Cur
     # "function calling" is how the KB's own threads name tool use (crewAI#4036's title, LiteLLM's
     # supports_function_calling); a report in those words gets the server flags, with no hit to lean on.
     text = f"gpt-oss-20b on vLLM 0.11.0: {wording} never produces a structured call, the JSON lands in the text"
-    rule = [a for a in advise(parse_input(text), [], kb) if a.summary.startswith("Start vLLM with `--tool-call")]
+    rule = _parser_advice(advise(parse_input(text), [], kb))
     assert len(rule) == 1
 
 
@@ -376,10 +384,10 @@ def test_vllms_tool_parser_flags_are_not_advised_where_they_do_not_apply(
     text: str, cards: dict[str, Document], kb: CuratedThreads
 ) -> None:
     advice = advise(parse_input(text), _hits(cards, "vllm-project/vllm#22337"), kb)
-    assert not [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
+    assert not _parser_advice(advice)
     chat = "vLLM /v1/chat/completions (the Responses API works) with a tools array: tool calls arrive as text"
     advice = advise(parse_input(chat), _hits(cards, "vllm-project/vllm#22337"), kb)
-    assert [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
+    assert _parser_advice(advice)
 
 
 def test_an_unmatched_inputs_neighbours_fixes_say_they_are_a_related_issues(
@@ -412,7 +420,7 @@ def test_tool_calls_that_work_in_one_mode_show_the_parser_on(
     text = "vLLM serving gpt-oss-20b, chat completions with tools: the call arrives in content. " + report
     parsed = parse_input(text)
     advice = advise(parsed, _hits(cards, "vllm-project/vllm#22337"), kb)
-    told = [a for a in advice if a.summary.startswith("Start vLLM with `--tool-call-parser openai")]
+    told = _parser_advice(advice)
     told += [a for a in advice for f in a.flags if f.flag == "--tool-call-parser"]
     assert bool(told) is not parser_on
     assert ("tool-call-parser" in settings_in_effect(parsed)) is parser_on
@@ -549,3 +557,23 @@ def test_a_response_that_holds_its_reasoning_apart_is_no_reasoning_symptom(
     )
     advice = advise(parse_input(text), [], kb)
     assert bool([a for a in advice if REASONING_SECTION in a.sources]) is symptom
+
+
+@pytest.mark.parametrize(
+    ("command", "lead"),
+    [
+        ("$ vllm serve openai/gpt-oss-120b --max-model-len 8192 --port 8001\n", "Start vLLM with"),
+        ("", "Check that vLLM runs with"),
+    ],
+)
+def test_flags_not_seen_in_a_command_are_a_finding_and_without_one_a_check(
+    command: str, lead: str, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """With no server command in the input, "not seen" says nothing about the server: the advice asks the
+    user to check the flags instead of saying they are missing."""
+    advice = _parser_advice(
+        advise(parse_input(command + TOOLS_IN_CONTENT), _hits(cards, "vllm-project/vllm#22337"), kb)
+    )
+    assert len(advice) == 1 and advice[0].summary.startswith(lead)
+    assert ("not seen:" in advice[0].summary) is bool(command)
+    assert [f.text() for f in advice[0].flags] == ["--tool-call-parser openai", "--enable-auto-tool-choice"]

@@ -284,7 +284,7 @@ def test_env_vars_a_library_advises_are_not_the_users_settings() -> None:
 def test_ollamas_env_map_gives_the_values_that_are_set() -> None:
     line = (
         'time=2026-11-27T10:00:00Z level=INFO source=routes.go:1 msg="server config" env="map[CUDA_VISIBLE_DEVICES: '
-        'OLLAMA_CONTEXT_LENGTH:65536 OLLAMA_FLASH_ATTENTION:true OLLAMA_INTEL_GPU:false OLLAMA_KEEP_ALIVE:30m0s '
+        "OLLAMA_CONTEXT_LENGTH:65536 OLLAMA_FLASH_ATTENTION:true OLLAMA_INTEL_GPU:false OLLAMA_KEEP_ALIVE:30m0s "
         "OLLAMA_LOAD_TIMEOUT:5m0s OLLAMA_MODELS:/Volumes/Acme Disk/models OLLAMA_ORIGINS:[http://localhost "
         'https://localhost] OLLAMA_SCHED_SPREAD:true http_proxy: no_proxy:]"'
     )
@@ -311,11 +311,32 @@ def test_an_env_var_a_sentence_quotes_keeps_no_quote_marks() -> None:
         "Serving Arguments: --tool-call-parser openai --enable-auto-tool-choice\n",
         # vLLM's args dict on the line after its header, in a fence
         "non-default args:\n```\n{'tool_call_parser': 'openai', 'enable_auto_tool_choice': True}\n```\n",
+        # a PowerShell command split with trailing backticks
+        "vllm serve openai/gpt-oss-120b `\n  --tool-call-parser openai `\n  --enable-auto-tool-choice\n",
     ],
 )
 def test_flags_are_read_however_the_command_is_pasted(text: str) -> None:
     flags = parse_input(text).flags
     assert "--tool-call-parser openai" in flags and "--enable-auto-tool-choice" in flags
+
+
+@pytest.mark.parametrize("continued", [" \\\n  ", " `\n  ", " "])
+def test_a_container_runs_own_options_are_not_the_servers(continued: str) -> None:
+    """``docker run --gpus all --name x IMAGE --model ...``: what comes before the image is the container
+    runtime's; the server's options follow the image."""
+    parts = [
+        "docker run -d --security-opt apparmor=unconfined --name acme --restart unless-stopped",
+        "--gpus all --ulimit memlock=-1 -p 9000:8000 -v /srv/cache:/root/.cache -e HF_HUB_OFFLINE=1",
+        "registry.example.com:5000/acme/vllm-openai:v0.10.1 --model openai/gpt-oss-20b --max-model-len 8192",
+    ]
+    flags = parse_input(continued.join(parts) + "\n").flags
+    assert [f for f in flags if f.startswith("--")] == ["--model openai/gpt-oss-20b", "--max-model-len 8192"]
+    assert "HF_HUB_OFFLINE=1" in flags  # the container's environment is the server's
+
+
+def test_a_container_run_without_a_recognisable_image_keeps_its_options() -> None:
+    flags = parse_input("docker run --gpus all vllm-openai --model openai/gpt-oss-20b --max-model-len 8192\n").flags
+    assert "--model openai/gpt-oss-20b" in flags and "--gpus all" in flags  # nothing is dropped on a guess
 
 
 def test_a_sentence_that_names_a_flag_is_not_an_options_line() -> None:
@@ -382,6 +403,37 @@ def test_an_exception_a_sentence_quotes_in_backticks_is_a_signature() -> None:
     assert parsed.signatures == ["AssertionError: acme sinks are not here"]
     assert parsed.prose, "the sentence around it is still the user's account"
     assert parse_input("I set `--tool-call-parser openai` and `tool_choice=auto` as documented").signatures == []
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        "Acme Serving on XPU - RuntimeError: acme device lost (code 20)",
+        "[Bug]: RuntimeError: acme device lost (code 20)",
+        "acme model - RuntimeError: acme device lost (code 20)",
+    ],
+)
+def test_an_exception_after_a_title_is_the_error_line(title: str) -> None:
+    """A title glued onto the exception: the exception, from its name on, is the failing line."""
+    assert (
+        parse_input(title + "\nIt happens on the first request.").signatures[0]
+        == "RuntimeError: acme device lost (code 20)"
+    )
+
+
+def test_a_sentence_naming_an_error_class_without_a_message_stays_a_sentence() -> None:
+    text = "After the upgrade - RuntimeError shows up again, and the acme server failed."
+    assert parse_input(text).signatures[0] == text
+
+
+def test_an_exceptions_bare_name_gives_way_to_the_same_exception_with_its_message() -> None:
+    """Some tracebacks print the class name alone above the message: the line with the message is the error."""
+    text = (
+        "When I run the acme script:\nValueError\nacme conversation is broken\nValueError: acme conversation is broken"
+    )
+    assert parse_input(text).signatures[0] == "ValueError: acme conversation is broken"
+    assert "ValueError" not in parse_input(text).signatures
+    assert parse_input("ValueError\nthe acme run stops here").signatures[0] == "ValueError", "kept when alone"
 
 
 def test_a_vllm_command_lines_flags_are_read_as_vllm_reads_them() -> None:
