@@ -104,6 +104,19 @@ class RetrievalResult(BaseModel):
     degraded: bool = False
 
 
+# pydantic's "N validation error(s) for <Model>": the model that failed to validate is what tells one such
+# failure from another (an SDK's ChatCompletion, a server's request, a Responses object).
+_VALIDATION_FOR = re.compile(r"validation errors? for ([A-Za-z_]\w{0,80})")
+
+
+def _validates_another_model(line: str, signature: str) -> bool:
+    """True when the line and the error string are validation errors of two different models."""
+    if "validation error" not in line or "validation error" not in signature:
+        return False
+    mine, theirs = _VALIDATION_FOR.search(line), _VALIDATION_FOR.search(signature)
+    return mine is not None and theirs is not None and mine.group(1) != theirs.group(1)
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased word tokens without stopwords."""
     out: list[str] = []
@@ -397,7 +410,7 @@ class Retriever:
                 line_factor = 1.0 if sig_cov >= EXACT_COVERAGE and q_cov >= EXACT_COVERAGE else factor
                 # Both sides keep a rare word the other lacks (token 12606 vs 200002, another module
                 # name): the same message template about a different failure, not the same error.
-                conflict = self._conflicts(q, s, common)
+                conflict = self._conflicts(q, s, common) or _validates_another_model(line, sig)
                 penalty = self.calibration.conflict_penalty if conflict else 1.0
                 score = coverage * specificity * line_factor * rank_factor * penalty
                 if score > line_best.get(index, (0.0, "", False))[0]:

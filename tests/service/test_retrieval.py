@@ -134,6 +134,18 @@ def test_same_template_with_another_token_id_is_not_a_confident_match(retriever:
     assert result.hits[0].confidence == "high"
 
 
+def test_a_validation_error_of_another_model_is_not_a_confident_match(retriever: Retriever) -> None:
+    """pydantic's "validation error(s) for <Model>": another model's validation error is another failure."""
+    card = "ollama/ollama#11691"
+    error = "pydantic_core._pydantic_core.ValidationError: {} for {}"
+    assert error.format("1 validation error", "Response") in retriever.by_id[card].error_signatures
+    ollama = "Ollama serving gpt-oss:20b, the OpenAI SDK raises:\n"
+    same = retriever.search(parse_input(ollama + error.format("1 validation error", "Response")))
+    assert same.hits[0].doc.id == card and same.hits[0].confidence == "high"
+    other = retriever.search(parse_input(ollama + error.format("3 validation errors", "AcmeCompletion")))
+    assert [hit.confidence for hit in other.hits if hit.doc.id == card] == ["medium"]
+
+
 def test_threads_of_the_named_engine_rank_first(retriever: Retriever) -> None:
     on_ollama = retriever.search(parse_input("tool calls come back empty with gpt-oss, ollama 0.11.4"))
     assert on_ollama.hits[0].doc.repo == "ollama/ollama"
