@@ -680,6 +680,20 @@ def _moot(item: FlagOut, shown: dict[str, str], command_shown: bool) -> bool:
     return value is None or (item.value is not None and value.lower() != item.value.lower())
 
 
+_UNSETS = re.compile(r"\b(?:not|avoid|without|remove|drop|instead|unset|disable|leave out)\b|n't\b", re.I)
+
+
+def _sets_only_what_is_set(step: str, shown: dict[str, str]) -> bool:
+    """True when every option a step names with a value (``use --reasoning-parser openai_gptoss``) is one the
+    input shows set to that value: the step asks for nothing the user has not done."""
+    matches = list(_CLI_FLAG.finditer(step))
+    if any(_UNSETS.search(step[max(0, m.start() - 30) : m.start()]) for m in matches):
+        return False  # "do not force --attention-backend flashinfer": asks to undo what is set
+    return bool(matches) and all(
+        m.group(2) is not None and shown.get(m.group(1), "").lower() == m.group(2).lower() for m in matches
+    )
+
+
 def _names_flag(step: str, item: FlagOut) -> bool:
     """True when ``step`` names the option as the card avoids it (with its value, when it has one)."""
     return re.search(re.escape(item.text()) + r"(?![\w-])", step) is not None
@@ -752,7 +766,11 @@ def _card_advice(
             steps.append(doc.fix)
         steps.extend(doc.workarounds)
         unused = [item for item in moot if item.action == "avoid"]
-        steps = [step for step in steps if not any(_names_flag(step, item) for item in unused)]
+        steps = [
+            step
+            for step in steps
+            if not any(_names_flag(step, item) for item in unused) and not _sets_only_what_is_set(step, shown)
+        ]
         if not steps and not typed:
             continue
         if not steps:

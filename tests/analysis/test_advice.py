@@ -577,3 +577,15 @@ def test_flags_not_seen_in_a_command_are_a_finding_and_without_one_a_check(
     assert len(advice) == 1 and advice[0].summary.startswith(lead)
     assert ("not seen:" in advice[0].summary) is bool(command)
     assert [f.text() for f in advice[0].flags] == ["--tool-call-parser openai", "--enable-auto-tool-choice"]
+
+
+@pytest.mark.parametrize(("parser", "told"), [("openai_gptoss", False), ("deepseek_r1", True), (None, True)])
+def test_a_step_that_sets_only_what_the_command_sets_is_left_out(
+    parser: str | None, told: bool, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    card = cards["vllm-project/vllm#22334"]
+    step = next(w for w in card.workarounds if "--reasoning-parser openai_gptoss" in w)
+    option = f" --reasoning-parser {parser}" if parser else ""
+    text = f"$ vllm serve openai/gpt-oss-20b --max-model-len 8192{option}\nthe reasoning shows up in the content field"
+    advice = [a.summary for a in advise(parse_input(text), [card], kb) if a.summary.startswith(f"From {card.id}")]
+    assert any(step in a for a in advice) is told
