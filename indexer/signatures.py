@@ -8,7 +8,7 @@ well under a second.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MAX_LINE = 2000
 """Longer lines are cut before any pattern runs on them."""
@@ -368,7 +368,38 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
             )
         if len(out) >= limit * 4:
             break
-    return sorted(_without_bare_names(out), key=lambda item: _rank(item[0]))[:limit]
+    return sorted(_without_quoting_lines(_without_bare_names(out)), key=lambda item: _rank(item[0]))[:limit]
+
+
+QUOTED_MIN = 20
+"""Characters from which an error line found whole inside another line (a title that quotes the log line)
+stands for it."""
+
+
+def _without_quoting_lines(found: list[tuple[ErrorLine, str]]) -> list[tuple[ErrorLine, str]]:
+    """Put the quoted line in the place of an undecorated ``error`` line that quotes it whole ("[Bug]: gpt-oss
+    fails [ERROR] Assertion failed: X" at the top, the log's "[ERROR] Assertion failed: X" below): the quoted
+    line is the failure, the words around it are a title's. Messages taken out of a line are not other lines."""
+    if len(found) < 2:
+        return found
+    lines = [line for line, _ in found if line.kind != "message" and len(line.text) >= QUOTED_MIN]
+    moved: dict[int, int] = {}  # id of a quoted line -> the earliest position of a line quoting it
+    quoting: set[int] = set()
+    for line, _ in found:
+        if line.kind != "error" or line.record:
+            continue  # a log record's line is the program's own words, not a title around them
+        for other in lines:
+            if other.position != line.position and other.text in line.text:
+                quoting.add(id(line))
+                moved[id(other)] = min(moved.get(id(other), other.position), line.position)
+                break
+    if not quoting:
+        return found
+    return [
+        (replace(line, position=moved[id(line)]) if id(line) in moved else line, key)
+        for line, key in found
+        if id(line) not in quoting
+    ]
 
 
 def _without_bare_names(found: list[tuple[ErrorLine, str]]) -> list[tuple[ErrorLine, str]]:

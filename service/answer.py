@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from indexer.documents import DocKind, Document, ThreadKind
 from indexer.sources.github_threads import github_thread_url
 from indexer.trust import trust_level
+from service.analysis.engines import fix_engine
 from service.models import AdviceOut, Confidence, FixOut, IssueOut, OriginOut, TokenOut
 
 if TYPE_CHECKING:
@@ -264,12 +265,13 @@ def thread_fixes(
 
 
 def of_failing_engines(hits: Sequence[Hit], failing: Sequence[str], engine_of: Mapping[str, str]) -> list[Hit]:
-    """The hits whose thread is about an engine the failure names, or about none (``engine_of``: thread id ->
-    its engine). A thread about another engine is a look-alike: its fix is that engine's (an Ollama PR for an
-    LM Studio report), not one to offer. All of them when the failure names no engine."""
+    """The hits whose fix is for an engine the failure names, or for none (``engine_of``: thread id -> its
+    engine; :func:`~service.analysis.engines.fix_engine`). A thread about another engine is a look-alike: its
+    fix is that engine's (an Ollama PR for an LM Studio report, vLLM's attention backend for a TensorRT-LLM
+    one), not one to offer. All of them when the failure names no engine."""
     if not failing:
         return list(hits)
-    return [hit for hit in hits if engine_of.get(hit.doc.id) in {None, *failing}]
+    return [hit for hit in hits if fix_engine(hit.doc, engine_of) in {None, *failing}]
 
 
 def build_fixes(
@@ -354,4 +356,3 @@ def without_repeats(advice: Sequence[AdviceOut], fixes: Sequence[FixOut]) -> lis
             continue
         out.append(item)
     return out
-

@@ -325,16 +325,13 @@ class LookupEngine:
         sections = [
             h
             for h in result.sections
-            if h.doc.id.startswith("reference/")
-            and (h.confidence == "high" or trusted.intersection(h.doc.references))
+            if h.doc.id.startswith("reference/") and (h.confidence == "high" or trusted.intersection(h.doc.references))
         ]
         fitting = of_failing_engines(confident, parsed.failure_engines, snap.retriever.engines.engine)
         fixes = (
             []
             if no_match
-            else build_fixes(
-                [*fitting, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
-            )
+            else build_fixes([*fitting, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections})
         )
         issues = [issue_out(h, snap.knowledge) for h in calibrate(hits)]
         return LookupResponse(
@@ -358,7 +355,18 @@ class LookupEngine:
             no_confident_match=no_match,
             fixes=fixes,
             advice=(
-                without_repeats(advice_out(advise(parsed, evidence, snap.curated, matched=not no_match)), fixes)
+                without_repeats(
+                    advice_out(
+                        advise(
+                            parsed,
+                            evidence,
+                            snap.curated,
+                            matched=not no_match,
+                            engine_of=snap.retriever.engines.engine,
+                        )
+                    ),
+                    fixes,
+                )
                 if budget.allows("advice")
                 else []
             ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from indexer.documents import Document, ThreadKind
 from indexer.signatures import normalize_signature
 from indexer.trust import trust_level
-from service.analysis.engines import engine_name, repo_engines
+from service.analysis.engines import advised_engine, engine_name, repo_engines
 from service.analysis.input import ParsedInput
 from service.analysis.needles import Needled, folded
 from service.analysis.origin import categorize, text_window
@@ -782,6 +782,17 @@ def _card_advice(
     return advice
 
 
+def _for_failing(docs: Sequence[Document], parsed: ParsedInput, engine_of: Mapping[str, str] | None) -> list[Document]:
+    """The threads to take advice from: those about an engine (another engine's thread with the same error is
+    a look-alike whose own advice may carry over: ``ignore_eos`` breaks every Harmony server), and those about
+    none whose fix is not another engine's than the failure's (vLLM's attention backends for a TensorRT-LLM
+    failure). All of them without ``engine_of`` or when the failure names no engine."""
+    failing = parsed.failure_engines
+    if engine_of is None or not failing:
+        return list(docs)
+    return [doc for doc in docs if doc.id in engine_of or advised_engine(doc) in {None, *failing}]
+
+
 def _dedupe(items: Iterable[Advice]) -> list[Advice]:
     seen: set[str] = set()
     out: list[Advice] = []
@@ -794,11 +805,18 @@ def _dedupe(items: Iterable[Advice]) -> list[Advice]:
 
 
 def advise(
-    parsed: ParsedInput, hits: Sequence[Document], kb: CuratedThreads, *, max_hits: int = 3, matched: bool = True
+    parsed: ParsedInput,
+    hits: Sequence[Document],
+    kb: CuratedThreads,
+    *,
+    max_hits: int = 3,
+    matched: bool = True,
+    engine_of: Mapping[str, str] | None = None,
 ) -> list[Advice]:
     """Configuration advice for this input; ``hits`` are ranked best first (pass only confident ones), ``kb``
     is the loaded generation's curated threads. ``matched`` False: no hit is known to be this failure, so a
-    hit's own fix is offered as a related issue's, not as this failure's."""
+    hit's own fix is offered as a related issue's, not as this failure's. ``engine_of`` (thread id -> its
+    engine): a thread's own fix is offered only when it is for an engine the failure names, or for none."""
     top = list(hits[:max_hits])
     if top:
         # Lower-ranked hits only count when they are about the same thing as the best one.
@@ -814,7 +832,7 @@ def advise(
         *_reasoning_advice(window, top, kb, flags, category),
         *_stop_advice(window, top, kb, flags),
         *_version_advice(parsed, top, kb),
-        *_card_advice(top, related=not matched, parsed=parsed, kb=kb),
-        *_card_advice(_same_error_cards(parsed, top, kb), parsed=parsed, kb=kb),
+        *_card_advice(_for_failing(top, parsed, engine_of), related=not matched, parsed=parsed, kb=kb),
+        *_card_advice(_for_failing(_same_error_cards(parsed, top, kb), parsed, engine_of), parsed=parsed, kb=kb),
     ]
     return _dedupe(advice)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from indexer.documents import Document
@@ -168,7 +168,14 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "tgi": ("tgi", "text-generation"),
     "llama-stack": ("llama",),
     "langchain": (
-        "lang", "chatollama", "chatopenai", "chatanthropic", "chatvertexai", "chatbedrock", "chatgroq", "chatcerebras",
+        "lang",
+        "chatollama",
+        "chatopenai",
+        "chatanthropic",
+        "chatvertexai",
+        "chatbedrock",
+        "chatgroq",
+        "chatcerebras",
     ),  # fmt: skip
     "claude-code": ("claude",),
     "openhands": ("openhands", "open hands", "open-hands"),
@@ -228,6 +235,19 @@ def detect_engines(text: str, failing: Sequence[str] = ()) -> list[str]:
     counts = _mentions(window, ENGINES)
     first = _mentions("\n".join(failing), ENGINES) if failing else Counter()
     return sorted(counts, key=lambda name: (-first[name], -counts[name]))
+
+
+def fix_engine(doc: Document, engine_of: Mapping[str, str]) -> str | None:
+    """The engine a thread's fix is for: the thread's own engine (``engine_of``: thread id -> engine), else
+    vLLM's when the card says vLLM's server raised the failure (a flash-attention PR about vLLM's attention
+    backends), else none."""
+    engine = engine_of.get(doc.id)
+    return engine if engine is not None else advised_engine(doc)
+
+
+def advised_engine(doc: Document) -> str | None:
+    """vLLM when the thread's failure is raised by vLLM's server (``error_source``), else none."""
+    return "vllm" if doc.error_source == "vllm-server" else None
 
 
 def detect_client(text: str) -> str | None:

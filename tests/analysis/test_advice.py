@@ -589,3 +589,15 @@ def test_a_step_that_sets_only_what_the_command_sets_is_left_out(
     text = f"$ vllm serve openai/gpt-oss-20b --max-model-len 8192{option}\nthe reasoning shows up in the content field"
     advice = [a.summary for a in advise(parse_input(text), [card], kb) if a.summary.startswith(f"From {card.id}")]
     assert any(step in a for a in advice) is told
+
+
+@pytest.mark.parametrize(("engine", "told"), [("TensorRT-LLM", False), ("vLLM", True)])
+def test_a_threads_fix_for_another_engine_than_the_failures_is_no_advice(
+    engine: str, told: bool, cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """A thread about no engine whose fix names one (vLLM's attention backends) advises only that engine's
+    users."""
+    card = cards["Dao-AILab/flash-attention#2336"]
+    text = f"{engine} serving gpt-oss-20b on an RTX 5090: AssertionError: acme sinks are only supported on SM90"
+    advice = advise(parse_input(text), [card], kb, engine_of={})
+    assert any(a.summary.startswith(f"From {card.id}") for a in advice) is told

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from indexer.documents import Document
 from indexer.sources.cards import card_documents
-from service.analysis.engines import ThreadEngines, detect_client, detect_engines, repo_engines
+from service.analysis.engines import ThreadEngines, detect_client, detect_engines, fix_engine, repo_engines
 from service.analysis.input import parse_input
 
 
@@ -161,3 +161,14 @@ def test_sglangs_own_response_field_names_it() -> None:
 def test_xinference_and_llama_cpps_loader_records_name_their_engines() -> None:
     assert detect_engines("2026-01-02 xinference.api.restful_api 812 ERROR [request x] acme failed") == ["xinference"]
     assert detect_engines("llama_model_load: error loading model: acme tensor type 39") == ["llama.cpp"]
+
+
+def test_a_fix_is_for_its_threads_engine_else_vllms_when_vllms_server_raised_it() -> None:
+    def doc(number: int, source: str | None) -> Document:
+        return Document(id=f"o/r#{number}", kind="issue", repo="o/r", number=number, title="t", text="t",
+                        error_source=source)  # fmt: skip
+
+    assert fix_engine(doc(1, "vllm-server"), {"o/r#1": "ollama"}) == "ollama", "the thread's own engine"
+    assert fix_engine(doc(2, "vllm-server"), {}) == "vllm"
+    assert fix_engine(doc(3, "client"), {}) is None
+    assert fix_engine(doc(4, None), {}) is None

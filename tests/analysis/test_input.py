@@ -426,6 +426,17 @@ def test_a_sentence_naming_an_error_class_without_a_message_stays_a_sentence() -
     assert parse_input(text).signatures[0] == text
 
 
+def test_a_title_that_quotes_a_log_line_gives_way_to_that_line() -> None:
+    """A title around the log's error line: the line is the failure, at the title's place (first)."""
+    text = (
+        "[Bug]: acme not running on RTX5090 [ERROR] Assertion failed: acme sinks only on SM90\n"
+        "Unable to run the acme model today, it worked last month on the same box.\n"
+        "[ERROR] Assertion failed: acme sinks only on SM90\n"
+    )
+    assert parse_input(text).signatures[0] == "Assertion failed: acme sinks only on SM90"
+    assert not any(s.startswith("[Bug]") for s in parse_input(text).signatures)
+
+
 def test_an_exceptions_bare_name_gives_way_to_the_same_exception_with_its_message() -> None:
     """Some tracebacks print the class name alone above the message: the line with the message is the error."""
     text = (

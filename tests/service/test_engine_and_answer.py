@@ -297,3 +297,9 @@ def test_another_engines_thread_gives_no_fix_when_the_failure_names_its_engine()
     hits = [_hit(ollama), _hit(lmstudio), _hit(library)]
     assert [h.doc.id for h in of_failing_engines(hits, ["lm-studio"], engine_of)] == [lmstudio.id, library.id]
     assert of_failing_engines(hits, [], engine_of) == hits, "a failure that names no engine keeps every hit"
+    # A thread about no engine whose failure vLLM's server raised (a kernel PR about vLLM's backends): vLLM's.
+    vllm_fix = _issue(4, error_source="vllm-server", workarounds=["keep the default TRITON_ATTN backend"])
+    client = _issue(5, error_source="client", workarounds=["set ACME_BASE_URL to the server's /v1 URL"])
+    hits = [_hit(vllm_fix), _hit(client)]
+    assert [h.doc.id for h in of_failing_engines(hits, ["tensorrt-llm"], {})] == [client.id]
+    assert of_failing_engines(hits, ["vllm"], {}) == hits
