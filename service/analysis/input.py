@@ -143,9 +143,11 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
     ),
     ("vllm", Needled(r"^vllm\s{1,40}" + _VERSION + r"\s*$", ("vllm",), re.I | re.M)),
     ("vllm", Needled(r"\bvllm(?: version)? `?" + _VERSION + r"\b", ("vllm ",), re.I)),  # "vLLM `v0.26.0`" too
+    ("vllm", Needled(r"\bvllm \(" + _VERSION + r"\)", ("vllm (",), re.I)),  # "against vllm (0.19.0)"
     (
         "openai-harmony",
-        Needled(r"\bopenai[-_]harmony[= :]{1,40}" + _VERSION, ("openai-harmony", "openai_harmony"), re.I),
+        # also a wheel's or sdist's file name: "openai_harmony-0.0.4-cp38-abi3-manylinux_2_28_aarch64.whl"
+        Needled(r"\bopenai[-_]harmony(?:[= :]{1,40}|-(?=\d))" + _VERSION, ("openai-harmony", "openai_harmony"), re.I),
     ),
     (
         "transformers",
@@ -273,6 +275,11 @@ _SERVE_LINE = re.compile(r"\b(?:vllm|serve|api_server|sglang|launch_server|pytho
 # backslash are joined to it first, but a paste may give the options alone or after a label
 # ("Serving Arguments: --enable-auto-tool-choice ...").
 _OPTIONS_LINE = re.compile(r"^\s{0,8}(?:[A-Za-z][\w ]{0,40}:\s{0,4})?--[a-z]")
+# A top-level key of a YAML options file with a scalar value, its name in two words or more
+# ("stream-interval: 20", "max_num_batched_tokens: 8192"): one-word keys (model, port) are left out.
+_CONFIG_ITEM = re.compile(
+    r"^([a-z][a-z0-9]{0,30}(?:[-_][a-z0-9]{1,30}){1,6}):[ \t]{1,8}(\S[^\n#]{0,200}?)[ \t]*$", re.M
+)
 _CONTINUATION = re.compile(r"(?:\\|(?<=[ \t])`)[ \t]*\r?\n")  # a shell's backslash, PowerShell's backtick
 # A container run: the options before the image are the container runtime's (--gpus, --ulimit, --name), not
 # the server's; the image is the first word after ``docker run`` that reads as one ([registry/]org/name[:tag]).
@@ -387,6 +394,16 @@ def _flags(text: str) -> list[str]:
             header_above = in_line and "{" not in line
 
     scan_lines()
+    if not full() and any(flag.startswith("--config ") for flag in flags):
+        # vLLM's --config file holds its options as top-level YAML keys: a pasted one is read as options.
+        for match in _CONFIG_ITEM.finditer(text[:_FLAG_SCAN_CHARS]):
+            key, value = match.group(1), match.group(2).strip().strip("'\"")
+            if value.startswith(("{", "[")):
+                continue  # a JSON value (compilation-config) is not one setting to show
+            name = vllm_flag("--" + key)
+            flags[name if value.lower() == "true" else _option(name, value)] = None
+            if full():
+                break
     head = text[:_FLAG_SCAN_CHARS]
     for match in _OPTION_ENV.finditer(head) if not full() and ("_PARSER" in head or "AUTO_TOOL" in head) else ():
         name, value = "--" + match.group(1).lower().replace("_", "-"), match.group(2)

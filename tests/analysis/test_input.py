@@ -320,6 +320,15 @@ def test_flags_are_read_however_the_command_is_pasted(text: str) -> None:
     assert "--tool-call-parser openai" in flags and "--enable-auto-tool-choice" in flags
 
 
+def test_a_pasted_config_files_options_are_read_when_the_command_passes_one() -> None:
+    """vLLM's ``--config`` file holds its options as top-level YAML keys."""
+    config = "acme.yaml:\nkv-cache-dtype: fp8\nasync-scheduling: true\nstream_interval: 20\nmodel: acme\n"
+    flags = parse_input("vllm serve openai/gpt-oss-20b --config /srv/acme.yaml --port 9000\n" + config).flags
+    assert {"--kv-cache-dtype fp8", "--async-scheduling", "--stream-interval 20"} <= set(flags)
+    assert "--model acme" not in flags, "a one-word key is not read"
+    assert "--kv-cache-dtype fp8" not in parse_input("vllm serve openai/gpt-oss-20b --port 9000\n" + config).flags
+
+
 @pytest.mark.parametrize("continued", [" \\\n  ", " `\n  ", " "])
 def test_a_container_runs_own_options_are_not_the_servers(continued: str) -> None:
     """``docker run --gpus all --name x IMAGE --model ...``: what comes before the image is the container
@@ -349,6 +358,18 @@ def test_a_sentence_that_names_a_flag_is_not_an_options_line() -> None:
 )
 def test_the_model_written_with_spaces_is_read(text: str, model: str) -> None:
     assert parse_input(text).model == model
+
+
+@pytest.mark.parametrize(
+    ("text", "versions"),
+    [
+        ("Run the acme client against vllm (0.19.0) provider.", {"vllm": "0.19.0"}),
+        ("pip installed openai_harmony-0.0.4-cp38-abi3-manylinux_2_28_aarch64.whl", {"openai-harmony": "0.0.4"}),
+        ("the openai_harmony-rs crate", {}),
+    ],
+)
+def test_a_version_in_parentheses_or_a_wheels_name_is_read(text: str, versions: dict[str, str]) -> None:
+    assert parse_input(text).versions == versions
 
 
 def test_a_version_in_backticks_is_read() -> None:
