@@ -263,7 +263,7 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
     if _SOURCE_LINE.match(text) and (not _LEVEL_ERROR.search(prefix) or prefix.endswith("  ")):
         return ("source", text) if ("raise" in text[:6] or text.startswith("assert")) else None
     level_part = prefix + " " + text[:12]
-    errorish = bool(_ERRORISH.search(text))
+    errorish = _says_error(text)
     if _LEVEL_ERROR.search(level_part):
         return ("error", text)
     if _LEVEL_WARN.search(level_part):
@@ -273,6 +273,18 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
     if errorish:
         return ("error", text)
     return _quoted_error(text)
+
+
+_DENIED = re.compile(r"(?:\bno|\bwithout(?: any)?|\bnot an?|\bzero)\s{1,3}$", re.I)
+"""Words before an error word that deny it ("with no error and no log", "exits without any error")."""
+
+
+def _says_error(text: str) -> bool:
+    """True when the line has an error word that it does not deny."""
+    for match in _ERRORISH.finditer(text):
+        if not _DENIED.search(text[max(0, match.start() - 16) : match.start()]):
+            return True
+    return False
 
 
 def _is_exception(text: str) -> bool:

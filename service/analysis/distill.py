@@ -194,8 +194,16 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 """A kana, CJK ideograph or Hangul syllable."""
 
 
+# The lines under pydantic's "N validation errors for X": each field's message and its type tag
+# ("Field required [type=missing, input_value=..., input_type=dict]"), then the docs link. The library's.
+_PYDANTIC_DETAIL = re.compile(r"\[type=[\w.]{1,60}(?:, input_value=|\])|errors\.pydantic\.dev/")
+
+
 def _is_prose(line: str, first: bool = False) -> bool:
     """``first``: the input's first line, where a report's title stands (its tag is not code there)."""
+    if "[type=" in line or "pydantic.dev" in line:
+        if _PYDANTIC_DETAIL.search(line):
+            return False
     line = QUOTE_MARK.sub("", line, count=1)
     if first:
         line = _TITLE_TAG.sub("", line, count=1)

@@ -6,6 +6,7 @@ import pytest
 
 from service.analysis.distill import MAX_LINES, distill
 from service.analysis.input import parse_input
+from service.analysis.origin import classify_origin
 
 BOILERPLATE = """\
 INFO 03-02 10:00:01 [__init__.py:241] Automatically detected platform cuda.
@@ -428,6 +429,21 @@ def test_a_quoted_tracebacks_frames_are_not_the_users_sentences() -> None:
         "> ValueError: acme output is broken\n"
     )
     assert parse_input(text).prose == []
+
+
+def test_pydantics_field_lines_are_the_libraries_not_the_users_sentences() -> None:
+    """The lines under "N validation errors for X" are pydantic's: a "Field required" there is about X (here a
+    response object the server built), not the user saying their request missed a field."""
+    text = (
+        "The streaming response of the acme server breaks halfway through the answer every time.\n"
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for AcmeOutputText\n"
+        "text\n"
+        "  Field required [type=missing, input_value={'content': [], 'type': 'output_text'}, input_type=dict]\n"
+        "    For further information visit https://errors.pydantic.dev/2.11/v/missing\n"
+    )
+    parsed = parse_input(text)
+    assert parsed.prose == ["The streaming response of the acme server breaks halfway through the answer every time."]
+    assert classify_origin(parsed, []).component != "request-shape"
 
 
 def test_an_issue_titles_tag_does_not_make_it_code() -> None:

@@ -458,6 +458,16 @@ def test_a_title_that_quotes_a_log_line_gives_way_to_that_line() -> None:
     assert not any(s.startswith("[Bug]") for s in parse_input(text).signatures)
 
 
+@pytest.mark.parametrize(
+    "sentence",
+    ["The acme answer is dropped, with no error and no log.", "The acme server exits without any error at all."],
+)
+def test_a_sentence_that_denies_an_error_is_not_an_error_line(sentence: str) -> None:
+    parsed = parse_input(sentence)
+    assert parsed.signatures == [] and parsed.prose == [sentence]
+    assert parse_input("The acme server exits with an error at start.").signatures, "an error it states is one"
+
+
 def test_an_exceptions_bare_name_gives_way_to_the_same_exception_with_its_message() -> None:
     """Some tracebacks print the class name alone above the message: the line with the message is the error."""
     text = (
