@@ -56,7 +56,9 @@ _SPACE = re.compile(r"\s{1,2000}")
 _WORD = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
 
 # An exception line: a (dotted) class name ending in Error/Exception/... then ':' or '(' or the end.
-_EXCEPTION = re.compile(r"^(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::|\(|$)")
+_EXCEPTION = re.compile(
+    r"^(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::|\(|$)"
+)
 # An exception a line carries after a title or a lead ("GPT-OSS vLLM Serving - RuntimeError: ...", "[Bug]:
 # ValueError: ..."): after a dash, colon or bracket that ends the words before it.
 _LED_EXCEPTION = re.compile(
@@ -109,7 +111,9 @@ _WRAPPER = re.compile(
 _SOURCE_INTRO = (" in source:", " in source: ")
 # Python's lines between the tracebacks of one chained failure: they say where a traceback starts, not
 # what failed.
-CHAINING = re.compile(r"^(?:traceback \(most recent|during handling of the above|the above exception\b)", re.I)
+CHAINING = re.compile(
+    r"^(?:traceback \(most recent|during handling of the above|the above exception\b)", re.I
+)
 # A user's line that introduces the error pasted below it ("... I am getting the following error:", "...
 # gives the following error"): it names no failure of its own, so it is the user's sentence, not an error line.
 LEAD_IN = re.compile(

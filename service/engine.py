@@ -325,13 +325,16 @@ class LookupEngine:
         sections = [
             h
             for h in result.sections
-            if h.doc.id.startswith("reference/") and (h.confidence == "high" or trusted.intersection(h.doc.references))
+            if h.doc.id.startswith("reference/")
+            and (h.confidence == "high" or trusted.intersection(h.doc.references))
         ]
         fitting = of_failing_engines(confident, parsed.failure_engines, snap.retriever.engines.engine)
         fixes = (
             []
             if no_match
-            else build_fixes([*fitting, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections})
+            else build_fixes(
+                [*fitting, *sections], snap.knowledge, ranked_sections={h.doc.id for h in result.sections}
+            )
         )
         issues = [issue_out(h, snap.knowledge) for h in calibrate(hits)]
         return LookupResponse(

@@ -667,14 +667,14 @@ def command_shown(parsed: ParsedInput) -> bool:
     return sum(f.startswith("--") for f in parsed.flags) >= COMMAND_SHOWN_FLAGS
 
 
-def _moot(item: FlagOut, shown: dict[str, str], command_shown: bool) -> bool:
+def _moot(item: FlagOut, shown: dict[str, str], shows_command: bool) -> bool:
     """True when the input shows the setting already as the card wants it: a flag to set, set to that value;
     a command-line option to avoid, absent from the command the input shows."""
     name = item.flag.lstrip("-")
     if item.action == "set":
         value = shown.get(name)
         return value is not None and (item.value is None or value.lower() == item.value.lower())
-    if item.action != "avoid" or not command_shown or not item.flag.startswith("--"):
+    if item.action != "avoid" or not shows_command or not item.flag.startswith("--"):
         return False
     value = shown.get(name)
     return value is None or (item.value is not None and value.lower() != item.value.lower())
@@ -744,17 +744,20 @@ def _card_advice(
     related: bool = False,
     parsed: ParsedInput | None = None,
     kb: CuratedThreads | None = None,
+    shown: dict[str, str] | None = None,
 ) -> list[Advice]:
     """Each hit's own fix and workarounds, with the flags the card says to set or avoid; ``related``: no hit
     is known to be this failure, and the advice says so.
 
-    With ``parsed``, what the input shows already done is left out: a flag it sets as the card says, and an
-    option to avoid that its command does not pass, with the steps that only ask to drop that option; and the
-    input's release, when it is newer than the issue's, is noted (:func:`_against_version`).
+    With ``parsed`` (and ``shown``, its :func:`settings_in_effect`), what the input shows already done is left
+    out: a flag it sets as the card says, a step that only sets what it sets, and an option to avoid that its
+    command does not pass, with the steps that ask to drop that option; and the input's release, when it is
+    newer than the issue's, is noted (:func:`_against_version`).
     """
     advice: list[Advice] = []
     told = ", a related issue not known to be this failure" if related else ""
-    shown = settings_in_effect(parsed) if parsed is not None else {}
+    if shown is None:
+        shown = settings_in_effect(parsed) if parsed is not None else {}
     shows_command = parsed is not None and command_shown(parsed)
     for doc in hits:
         note = _against_version(doc, parsed, kb) if parsed is not None else ""
@@ -816,7 +819,8 @@ def advise(
     """Configuration advice for this input; ``hits`` are ranked best first (pass only confident ones), ``kb``
     is the loaded generation's curated threads. ``matched`` False: no hit is known to be this failure, so a
     hit's own fix is offered as a related issue's, not as this failure's. ``engine_of`` (thread id -> its
-    engine): a thread's own fix is offered only when it is for an engine the failure names, or for none."""
+    engine): a thread in no engine's tracker whose failure vLLM's server raised gives its own fix only to a
+    vLLM failure (:func:`_for_failing`)."""
     top = list(hits[:max_hits])
     if top:
         # Lower-ranked hits only count when they are about the same thing as the best one.
@@ -832,7 +836,7 @@ def advise(
         *_reasoning_advice(window, top, kb, flags, category),
         *_stop_advice(window, top, kb, flags),
         *_version_advice(parsed, top, kb),
-        *_card_advice(_for_failing(top, parsed, engine_of), related=not matched, parsed=parsed, kb=kb),
-        *_card_advice(_for_failing(_same_error_cards(parsed, top, kb), parsed, engine_of), parsed=parsed, kb=kb),
+        *_card_advice(_for_failing(top, parsed, engine_of), not matched, parsed, kb, flags),
+        *_card_advice(_for_failing(_same_error_cards(parsed, top, kb), parsed, engine_of), False, parsed, kb, flags),
     ]
     return _dedupe(advice)

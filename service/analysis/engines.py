@@ -168,14 +168,7 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "tgi": ("tgi", "text-generation"),
     "llama-stack": ("llama",),
     "langchain": (
-        "lang",
-        "chatollama",
-        "chatopenai",
-        "chatanthropic",
-        "chatvertexai",
-        "chatbedrock",
-        "chatgroq",
-        "chatcerebras",
+        "lang", "chatollama", "chatopenai", "chatanthropic", "chatvertexai", "chatbedrock", "chatgroq", "chatcerebras",
     ),  # fmt: skip
     "claude-code": ("claude",),
     "openhands": ("openhands", "open hands", "open-hands"),
