@@ -412,7 +412,9 @@ def _tool_parser_advice(
     category: str,
 ) -> list[Advice]:
     text = window.text
-    wants_tools = category == "tool-calling" or bool(_TOOL_SYMPTOM.search(text, window.low))
+    # The input's own words must name tools or function calls: a tool-calling thread among the hits is not
+    # enough (a report of a dropped answer, with no tools in its request, is no parser question).
+    wants_tools = bool(_TOOL_SYMPTOM.search(text, window.low))
     if not wants_tools or not _vllm_context(window, hits):
         return []
     if _REQUEST_BODY in window.low and not any(key in window.low for key in _TOOLS_KEYS):

@@ -601,3 +601,12 @@ def test_a_threads_fix_for_another_engine_than_the_failures_is_no_advice(
     text = f"{engine} serving gpt-oss-20b on an RTX 5090: AssertionError: acme sinks are only supported on SM90"
     advice = advise(parse_input(text), [card], kb, engine_of={})
     assert any(a.summary.startswith(f"From {card.id}") for a in advice) is told
+
+
+def test_no_parser_advice_when_the_input_names_no_tools(cards: dict[str, Document], kb: CuratedThreads) -> None:
+    """A tool-calling thread among the hits is not enough: the input's own words must be about tool calls."""
+    hits = _hits(cards, "vllm-project/vllm#22337")
+    assert hits[0].component == "tool-calling"
+    dropped = "vLLM serving gpt-oss-20b returns content null with finish_reason stop: the acme answer is dropped"
+    assert not _parser_advice(advise(parse_input(dropped), hits, kb))
+    assert _parser_advice(advise(parse_input(dropped + " when the request has a tools array"), hits, kb))
