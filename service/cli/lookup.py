@@ -205,6 +205,22 @@ def render_verdict(answer: LookupResponse, console: Console, *, base_url: str | 
     console.print("[dim](--full: decoded tokens, every issue, fixes and advice)[/dim]")
 
 
+SEEN_CHARS = 400
+"""Characters of the Seen line: whole items up to it, then how many more there are."""
+
+
+def seen_line(items: list[str], limit: int = SEEN_CHARS) -> str:
+    """The versions and settings read, comma-separated, whole items only (a value is never cut in two)."""
+    shown: list[str] = []
+    used = 0
+    for item in items:
+        if shown and used + len(item) + 2 > limit:
+            return ", ".join(shown) + f", and {len(items) - len(shown)} more (--json lists them)"
+        shown.append(item)
+        used += len(item) + 2
+    return ", ".join(shown)
+
+
 def render(answer: LookupResponse, console: Console, *, base_url: str | None = None) -> None:
     """The whole answer for a person: verdict, origin, tokens, issues, fixes, advice."""
     analysis = answer.analysis
@@ -229,7 +245,7 @@ def render(answer: LookupResponse, console: Console, *, base_url: str | None = N
         console.print(f"[bold]Error:[/bold] {escape(answer.query.signatures[0][:300])}")
     if analysis.versions or analysis.flags:
         seen = [f"{k} {v}" for k, v in analysis.versions.items()] + analysis.flags
-        console.print(f"[bold]Seen:[/bold] {escape(', '.join(seen)[:400])}")
+        console.print(f"[bold]Seen:[/bold] {escape(seen_line(seen))}")
     if analysis.tokens:
         table = Table(title="Tokens", title_justify="left", show_edge=False)
         table.add_column("id", justify="right")

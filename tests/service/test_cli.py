@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from service.cli import main
-from service.cli.lookup import plain, source_text
+from service.cli.lookup import plain, seen_line, source_text
 from service.config import Settings
 from service.models import LookupResponse
 from tests.service.support import FastComponents, LiveServer, wait_until
@@ -151,3 +151,11 @@ def test_serve_caps_malloc_arenas_where_glibc_is_there() -> None:
     from service.cli.serve import limit_malloc_arenas
 
     assert limit_malloc_arenas() is (ctypes.util.find_library("c") is not None)
+
+
+def test_the_seen_line_keeps_whole_items_and_counts_the_rest() -> None:
+    items = ["vllm 0.13.0", "--model openai/gpt-oss-20b", "TIKTOKEN_ENCODINGS_BASE=/root/.cache/tiktoken_encodings"]
+    assert seen_line(items) == ", ".join(items)
+    line = seen_line(items, limit=50)
+    assert line == "vllm 0.13.0, --model openai/gpt-oss-20b, and 1 more (--json lists them)"
+    assert seen_line(["x" * 90], limit=50) == "x" * 90, "one item is shown whole however long"
