@@ -406,7 +406,8 @@ def verdict(problem: Problem, parsed: ParsedInput, knowledge: Knowledge) -> Verd
         return VerdictOut(
             status="not-a-bug", text="Not a bug to wait for: no release changes it; the settings below avoid it."
         )
-    return VerdictOut(status="no-fix", text="No fix is known in any release: use the workaround below.")
+    # A release's code may read as fixing it (the advice says so where the docs do); no thread confirms it.
+    return VerdictOut(status="no-fix", text="No thread confirms a fix in any release: use the workaround below.")
 
 
 def _stated_release(problem: Problem, parsed: ParsedInput) -> tuple[str, str] | None:
