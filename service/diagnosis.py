@@ -204,9 +204,22 @@ def another_engine(parsed: ParsedInput, engines: frozenset[str]) -> bool:
     return bool(named) and bool(engines) and not engines & named
 
 
+# The user's own code calling openai-harmony (a script, a REPL session): no server is in the failure.
+_OWN_HARMONY = re.compile(r"\bfrom openai_harmony import\b|\bimport openai_harmony\b|\bload_harmony_encoding\(")
+OWN_HARMONY = "openai-harmony in your own code"
+
+
+def drives_harmony(parsed: ParsedInput) -> bool:
+    """True when the input shows the user's code calling openai-harmony and names no serving engine."""
+    return not parsed.engines and "harmony" in parsed.text and _OWN_HARMONY.search(parsed.text[:200_000]) is not None
+
+
 def runs_elsewhere(parsed: ParsedInput) -> str | None:
-    """The engines the failure names when vLLM is not one of them (``SGLang``), else None."""
-    if not parsed.failure_engines or "vllm" in parsed.failure_engines:
+    """The engines the failure names when vLLM is not one of them (``SGLang``), or openai-harmony when the
+    user's own code calls it and no engine is named; else None."""
+    if not parsed.failure_engines:
+        return OWN_HARMONY if drives_harmony(parsed) else None
+    if "vllm" in parsed.failure_engines:
         return None
     return ", ".join(engine_name(e) for e in parsed.failure_engines)
 
@@ -465,7 +478,7 @@ def _holds(condition: str, parsed: ParsedInput) -> bool:
     if condition == "always":
         return True
     if condition == "non-vllm":
-        return bool(parsed.failure_engines) and "vllm" not in parsed.failure_engines
+        return runs_elsewhere(parsed) is not None
     if condition in _ENGINE_WHENS:
         return condition in parsed.failure_engines
     if condition in _CLIENT_WHENS:

@@ -303,6 +303,11 @@ def test_a_report_from_another_engine_gets_no_vllm_only_advice() -> None:
     mlx_flag = Action(kind="set", target="--tool-call-parser", value="harmony", when=("always",), text="Set it.",
                       sources=("waybarrios/vllm-mlx#581",))  # fmt: skip
     assert not vllm_only(mlx_flag) and vllm_only(problem.actions[0])
+    # The user's own code calling openai-harmony, no server named: vLLM's release is not its fix either.
+    own_code = parse_input(f">>> from openai_harmony import load_harmony_encoding\n>>> enc.parse()\n{LINE}")
+    status = verdict(problem, own_code, knowledge)
+    assert status.status == "no-fix" and "openai-harmony in your own code" in status.text
+    assert "vllm" not in [a.target for a in actions(problem, status, own_code)]
     on_vllm = parse_input(f"vllm 0.11.0: {LINE}")
     status = verdict(problem, on_vllm, knowledge)
     assert status.status == "affected"
