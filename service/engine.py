@@ -365,7 +365,7 @@ class LookupEngine:
                             evidence,
                             snap.curated,
                             matched=not no_match,
-                            engine_of=snap.retriever.engines.engine,
+                            threads=snap.retriever.engines,
                         )
                     ),
                     fixes,

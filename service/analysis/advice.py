@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from indexer.documents import Document, ThreadKind
 from indexer.signatures import normalize_signature
 from indexer.trust import trust_level
-from service.analysis.engines import advised_engine, engine_name, repo_engines
+from service.analysis.engines import ThreadEngines, advised_engine, engine_name, repo_engines
 from service.analysis.input import ParsedInput
 from service.analysis.needles import Needled, folded
 from service.analysis.origin import categorize, text_window
@@ -787,15 +787,35 @@ def _card_advice(
     return advice
 
 
-def _for_failing(docs: Sequence[Document], parsed: ParsedInput, engine_of: Mapping[str, str] | None) -> list[Document]:
+def _for_failing(docs: Sequence[Document], parsed: ParsedInput, threads: ThreadEngines | None) -> list[Document]:
     """The threads to take advice from: those about an engine (another engine's thread with the same error is
     a look-alike whose own advice may carry over: ``ignore_eos`` breaks every Harmony server), and those about
     none whose fix is not another engine's than the failure's (vLLM's attention backends for a TensorRT-LLM
-    failure). All of them without ``engine_of`` or when the failure names no engine."""
+    failure). All of them without ``threads`` or when the failure names no engine."""
     failing = parsed.failure_engines
-    if engine_of is None or not failing:
+    if threads is None or not failing:
         return list(docs)
-    return [doc for doc in docs if doc.id in engine_of or advised_engine(doc) in {None, *failing}]
+    return [doc for doc in docs if doc.id in threads.engine or advised_engine(doc) in {None, *failing}]
+
+
+def _related_fits(
+    docs: Sequence[Document], parsed: ParsedInput, threads: ThreadEngines | None, matched: bool
+) -> list[Document]:
+    """With no thread known to be this failure, the related threads whose own fix may still fit. A thread in a
+    client's tracker: unless the input names another client (an Emacs library's Ollama provider is no fix
+    for a LangChain report). Any other thread: of the engine the input runs (the index's default when it
+    names none) or of none (an Ollama thread's fix is no fix for a vLLM or an unnamed server)."""
+    if matched or threads is None:
+        return list(docs)
+    engines: set[str | None] = set(parsed.failure_engines or parsed.engines) or {threads.default_engine}
+
+    def fits(doc: Document) -> bool:
+        client = threads.client.get(doc.id)
+        if client is not None:
+            return parsed.client in {None, client}
+        return threads.engine.get(doc.id) in {None, *engines}
+
+    return [doc for doc in docs if fits(doc)]
 
 
 def _dedupe(items: Iterable[Advice]) -> list[Advice]:
@@ -816,12 +836,13 @@ def advise(
     *,
     max_hits: int = 3,
     matched: bool = True,
-    engine_of: Mapping[str, str] | None = None,
+    threads: ThreadEngines | None = None,
 ) -> list[Advice]:
     """Configuration advice for this input; ``hits`` are ranked best first (pass only confident ones), ``kb``
     is the loaded generation's curated threads. ``matched`` False: no hit is known to be this failure, so a
-    hit's own fix is offered as a related issue's, not as this failure's. ``engine_of`` (thread id -> its
-    engine): a thread in no engine's tracker whose failure vLLM's server raised gives its own fix only to a
+    hit's own fix is offered as a related issue's, not as this failure's, and only from a thread of the
+    input's engine and client (:func:`_related_fits`). ``threads``, the generation's thread engines and
+    clients: a thread in no engine's tracker whose failure vLLM's server raised gives its own fix only to a
     vLLM failure (:func:`_for_failing`)."""
     top = list(hits[:max_hits])
     if top:
@@ -838,7 +859,9 @@ def advise(
         *_reasoning_advice(window, top, kb, flags, category),
         *_stop_advice(window, top, kb, flags),
         *_version_advice(parsed, top, kb),
-        *_card_advice(_for_failing(top, parsed, engine_of), not matched, parsed, kb, flags),
-        *_card_advice(_for_failing(_same_error_cards(parsed, top, kb), parsed, engine_of), False, parsed, kb, flags),
+        *_card_advice(
+            _related_fits(_for_failing(top, parsed, threads), parsed, threads, matched), not matched, parsed, kb, flags
+        ),
+        *_card_advice(_for_failing(_same_error_cards(parsed, top, kb), parsed, threads), False, parsed, kb, flags),
     ]
     return _dedupe(advice)

@@ -18,6 +18,7 @@ from service.analysis.advice import (
     seen_flags,
     settings_in_effect,
 )
+from service.analysis.engines import ThreadEngines
 from service.analysis.input import parse_input
 from service.models import FlagOut
 from service.versions import parse_version
@@ -599,7 +600,7 @@ def test_a_threads_fix_for_another_engine_than_the_failures_is_no_advice(
     users."""
     card = cards["Dao-AILab/flash-attention#2336"]
     text = f"{engine} serving gpt-oss-20b on an RTX 5090: AssertionError: acme sinks are only supported on SM90"
-    advice = advise(parse_input(text), [card], kb, engine_of={})
+    advice = advise(parse_input(text), [card], kb, threads=ThreadEngines())
     assert any(a.summary.startswith(f"From {card.id}") for a in advice) is told
 
 
@@ -610,3 +611,27 @@ def test_no_parser_advice_when_the_input_names_no_tools(cards: dict[str, Documen
     dropped = "vLLM serving gpt-oss-20b returns content null with finish_reason stop: the acme answer is dropped"
     assert not _parser_advice(advise(parse_input(dropped), hits, kb))
     assert _parser_advice(advise(parse_input(dropped + " when the request has a tools array"), hits, kb))
+
+
+def test_a_related_threads_fix_is_offered_only_for_the_inputs_engine_and_client(
+    cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """With no thread known to be this failure, another engine's or another application's related thread has
+    that engine's or application's fix: it is left out; a thread of the input's engine stays."""
+    threads = ThreadEngines.from_documents(list(cards.values()))
+    ollama, vllm = cards["ollama/ollama#11691"], cards["vllm-project/vllm#22337"]
+    assert threads.engine[ollama.id] == "ollama" and threads.engine[vllm.id] == "vllm"
+
+    def related(text: str, *hits: Document) -> list[str]:
+        advice = advise(parse_input(text), list(hits), kb, matched=False, threads=threads)
+        return [a.sources[0] for a in advice if "a related issue" in a.summary]
+
+    assert related("acme server: the tool call arrives in content", ollama) == []  # no engine named: the default
+    assert related("Ollama gpt-oss:20b: the structured output is empty", ollama) == [ollama.id]
+    assert related("vLLM: the tool call arrives in content", vllm) == [vllm.id]
+    assert related("Ollama gpt-oss:20b: the tool call arrives in content", vllm) == []
+    # A thread in a client's tracker: left out only when the input names another client.
+    app = next(d for d in cards.values() if threads.client.get(d.id) == "litellm" and (d.fix or d.workarounds))
+    assert related("LiteLLM proxy to gpt-oss: the acme call fails", app) == [app.id]
+    assert related("acme call fails with gpt-oss", app) == [app.id]
+    assert related("LangChain ChatOpenAI with gpt-oss: the acme call fails", app) == []
