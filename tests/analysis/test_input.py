@@ -468,6 +468,12 @@ def test_a_sentence_that_denies_an_error_is_not_an_error_line(sentence: str) -> 
     assert parse_input("The acme server exits with an error at start.").signatures, "an error it states is one"
 
 
+def test_a_message_that_something_is_not_defined_is_an_error_line() -> None:
+    """A template's, a JavaScript's or Python's "... not defined" is an error, with no other error word."""
+    text = 'Sending a message shows:\n500: template: :3: function "acmeDate" not defined\n'
+    assert parse_input(text).signatures == ['500: template: :3: function "acmeDate" not defined']
+
+
 def test_an_exceptions_bare_name_gives_way_to_the_same_exception_with_its_message() -> None:
     """Some tracebacks print the class name alone above the message: the line with the message is the error."""
     text = (
