@@ -57,7 +57,8 @@ _WORD = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
 
 # An exception line: a (dotted) class name ending in Error/Exception/... then ':' or '(' or the end.
 _EXCEPTION = re.compile(
-    r"^(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)(?::|\(|$)"
+    r"^(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
+    r"(?: \[[\w.]{1,80}\])?(?::|\(|$)"  # a JavaScript error's name tag ("... [AI_UnsupportedModelVersionError]:")
 )
 # An exception a line carries after a title or a lead ("GPT-OSS vLLM Serving - RuntimeError: ...", "[Bug]:
 # ValueError: ..."): after a dash, colon or bracket that ends the words before it.
@@ -128,8 +129,11 @@ LEAD_IN = re.compile(
 # the scheduler's state (vllm/logging_utils/dump_input.py, in every release read). Their words
 # (reasoning_parser=..., tool names) would read as a failure of their own; the error is another line.
 _CONTEXT_AT_ERROR = re.compile(r"^dumping (?:input data|scheduler output|scheduler stats)\b", re.I)
-# A markdown heading or a bold label ("## Error", "**Error Details**:"): a report's structure, not an error.
-_LABEL = re.compile(r"^(?:#{1,6}\s+[^\n]{1,80}|\*\*[^*\n]{1,60}\*\*:?)\s*$")
+# A markdown heading, a bold label or a short label line ("## Error", "**Error Details**:", "Error Log:"): a
+# report's structure, not an error.
+_LABEL = re.compile(
+    r"^(?:#{1,6}\s+[^\n]{1,80}|\*\*[^*\n]{1,60}\*\*:?|[A-Z][A-Za-z]{0,20}(?: [A-Za-z]{1,20}){0,2}:)\s*$"
+)
 # A sentence: eight or more plain words from its start (a message the software writes breaks off sooner,
 # at a colon, a quote, a bracket or an identifier).
 _SENTENCE = re.compile(r"(?:[A-Za-z][a-z'-]{0,20}[,;]?\s+){8}")
@@ -247,6 +251,8 @@ def classify_line(raw: str, after_frame: bool = False) -> tuple[str, str] | None
 def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
     if not text or len(text) < 4 or _LABEL.match(text):
         return None
+    if after_frame and not raw[:1].isspace() and _is_exception(text):
+        return ("exception", text)  # a traceback cut to its frames: the exception line follows a frame directly
     if after_frame or text.startswith(("^", "~")):
         is_raise = text.startswith(("raise", "assert"))
         return ("source", text) if is_raise else None
@@ -274,7 +280,9 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
     if _LEVEL_WARN.search(level_part):
         return ("warning", text) if errorish else ("notice", text)
     if _LEVEL_INFO.search(level_part):
-        return ("error", text) if ("error" in text.lower() and ("msg=" in text or "failed" in text)) else None
+        # An info record that relays a failure: a Go error field, a "failed", or a JSON error body it quotes.
+        relays = "msg=" in text or "failed" in text or '"error":' in text
+        return ("error", text) if ("error" in text.lower() and relays) else None
     if errorish:
         return ("error", text)
     return _quoted_error(text)

@@ -468,6 +468,36 @@ def test_a_sentence_that_denies_an_error_is_not_an_error_line(sentence: str) -> 
     assert parse_input("The acme server exits with an error at start.").signatures, "an error it states is one"
 
 
+def test_an_exception_right_under_a_frame_is_the_error_line() -> None:
+    """A traceback cut to its frames (no source line under the last one): the exception still leads."""
+    text = (
+        "[Bug] acme model fails with tools enabled: template error\n"
+        "Traceback (most recent call last):\n"
+        '  File "/srv/acme/serving_chat.py", line 94, in _convert_to_internal_request\n'
+        "jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'acme'\n"
+    )
+    assert parse_input(text).signatures[0] == "jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'acme'"
+
+
+def test_a_javascript_errors_name_tag_keeps_it_an_exception() -> None:
+    text = "Acme gpt-oss:20b unsupported\nAcmeVersionError [AI_AcmeVersionError]: Unsupported model version v1\n"
+    assert parse_input(text).signatures[0] == "AcmeVersionError [AI_AcmeVersionError]: Unsupported model version v1"
+
+
+def test_a_short_label_line_is_not_an_error_line() -> None:
+    text = "Error Log:\nacme.AcmeError: the acme header is broken\nLast error:\n"
+    assert parse_input(text).signatures == ["acme.AcmeError: the acme header is broken"]
+
+
+def test_an_info_record_relaying_a_json_error_body_gives_its_message() -> None:
+    line = (
+        "2026-01-02T10:00:00+00:00 INFO  [agent::thread] Retrying for completion error Other(Failed to connect to Acme "
+        "API: 500 "
+        '{"error":"template: :108:130: executing at <index $prop.Type 0>: error calling index: acme out of range"})'
+    )
+    assert parse_input(line).signatures[0].startswith("template: :108:130: executing at")
+
+
 def test_a_message_that_something_is_not_defined_is_an_error_line() -> None:
     """A template's, a JavaScript's or Python's "... not defined" is an error, with no other error word."""
     text = 'Sending a message shows:\n500: template: :3: function "acmeDate" not defined\n'
