@@ -274,6 +274,14 @@ def of_failing_engines(hits: Sequence[Hit], failing: Sequence[str], engine_of: M
     return [hit for hit in hits if fix_engine(hit.doc, engine_of) in {None, *failing}]
 
 
+def of_the_match(hits: Sequence[Hit]) -> list[Hit]:
+    """The hits whose fixes an answer offers: when a thread is known to be this failure ("high"), only such
+    threads; a thread that is only close to it has another failure's fix (a PR for a tool-call parse error
+    under a template error), which would read as this one's."""
+    sure = [hit for hit in hits if hit.confidence == "high"]
+    return sure or list(hits)
+
+
 def build_fixes(
     hits: Sequence[Hit],
     knowledge: Knowledge,

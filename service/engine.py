@@ -31,6 +31,7 @@ from service.answer import (
     is_thread,
     issue_out,
     of_failing_engines,
+    of_the_match,
     origin_out,
     reproduction_out,
     scope_note,
@@ -328,7 +329,7 @@ class LookupEngine:
             if h.doc.id.startswith("reference/")
             and (h.confidence == "high" or trusted.intersection(h.doc.references))
         ]
-        fitting = of_failing_engines(confident, parsed.failure_engines, snap.retriever.engines.engine)
+        fitting = of_the_match(of_failing_engines(confident, parsed.failure_engines, snap.retriever.engines.engine))
         fixes = (
             []
             if no_match

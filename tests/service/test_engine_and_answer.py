@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from indexer.documents import Document, State
-from service.answer import Knowledge, build_fixes, of_failing_engines, section_fix
+from service.answer import Knowledge, build_fixes, of_failing_engines, of_the_match, section_fix
 from service.config import Settings
 from service.retrieval import Hit
 from service.scheduler import Scheduler
@@ -303,3 +303,10 @@ def test_another_engines_thread_gives_no_fix_when_the_failure_names_its_engine()
     hits = [_hit(vllm_fix), _hit(client)]
     assert [h.doc.id for h in of_failing_engines(hits, ["tensorrt-llm"], {})] == [client.id]
     assert of_failing_engines(hits, ["vllm"], {}) == hits
+
+
+def test_a_known_match_gives_the_fixes_not_the_threads_only_close_to_it() -> None:
+    sure, close, far = _hit(_issue(1)), _hit(_issue(2), "medium"), _hit(_issue(3), "medium")
+    hits = [sure, close, far]
+    assert [h.doc.id for h in of_the_match(hits)] == [sure.doc.id]
+    assert of_the_match([close, far]) == [close, far], "no known match: every confident thread may have a fix"
