@@ -55,19 +55,16 @@ _DATE = re.compile(r"\b\d{4}-\d\d-\d\d\b")
 _SPACE = re.compile(r"\s{1,2000}")
 _WORD = re.compile(r"[a-z0-9_]{2,40}|<\|[a-z_]{1,20}\|>")
 
-# An exception line: a (dotted) class name ending in Error/Exception/... then ':' or '(' or the end.
-_EXCEPTION = re.compile(
-    r"^(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
-    r"(?: \[[\w.]{1,80}\])?(?::|\(|$)"  # a JavaScript error's name tag ("... [AI_UnsupportedModelVersionError]:")
-)
+# An exception's (dotted) class name: Error, Exception, Exit, Interrupt, Failure or Fault at its end.
+_EXCEPTION_NAME = r"(?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
+# An exception line: the name then ':' or '(' or the end; a JavaScript error's name tag may stand between
+# ("... [AI_UnsupportedModelVersionError]:").
+_EXCEPTION = re.compile(r"^" + _EXCEPTION_NAME + r"(?: \[[\w.]{1,80}\])?(?::|\(|$)")
 # An exception a line carries after a title or a lead ("GPT-OSS vLLM Serving - RuntimeError: ...", "[Bug]:
 # ValueError: ..."): after a dash, colon or bracket that ends the words before it.
-_LED_EXCEPTION = re.compile(
-    r"(?:\s[-\u2013\u2014:|]\s|\]:?\s)((?:[\w.]{0,120}\.)?[A-Z]\w{0,60}(?:Error|Exception|Exit|Interrupt|Failure|Fault)"
-    r"(?::\s|\())"
-)
+_LED_EXCEPTION = re.compile(r"(?:\s[-\u2013\u2014:|]\s|\]:?\s)(" + _EXCEPTION_NAME + r"(?::\s|\())")
 # A bare exception name on its own line ("ValueError"), as some tracebacks print it above the message.
-_BARE_EXCEPTION = re.compile(r"(?:[\w.]{0,120}\.)?([A-Z]\w{0,60}(?:Error|Exception))")
+_BARE_EXCEPTION = re.compile(_EXCEPTION_NAME)
 _ERRORISH = re.compile(
     r"\b(?:HarmonyError|error|Error|ERROR|failed|Failed|FAILED|fatal|FATAL|panic|invalid|Invalid|"
     r"not supported|unsupported|Unsupported|Unexpected|unexpected|cannot|Cannot|unable|Unable|"

@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from indexer.documents import ReleaseSource
 from indexer.signatures import normalize_signature
-from service.analysis.advice import settings_in_effect
+from service.analysis.advice import settings_in_effect, shows_set
 from service.analysis.engines import ThreadEngines, engine_name, repo_engines
 from service.analysis.input import ParsedInput
 from service.answer import public_source
@@ -50,7 +50,9 @@ def problem_id(problem: Problem) -> str:
     return problem.anchor
 
 
-_QUESTION = re.compile(r"^(?:which|how|what|can|could|does|do|is|are|should|why|where|when)\b[^\n]{0,300}\?$", re.I)
+_QUESTION = re.compile(
+    r"^(?:which|how|what|can|could|does|do|is|are|should|why|where|when)\b[^\n]{0,300}\?$", re.I
+)
 
 
 def asks(parsed: ParsedInput) -> bool:
@@ -552,10 +554,7 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
 
 def _already_set(action: Action, shown: dict[str, str]) -> bool:
     """True when the input shows the action's flag set to its value (a switch: set at all)."""
-    value = shown.get(action.target.lstrip("-"))
-    if value is None:
-        return False
-    return action.value is None or value.lower() == action.value.lower()
+    return shows_set(shown, action.target.lstrip("-"), action.value)
 
 
 def _names_release(action: Action) -> bool:

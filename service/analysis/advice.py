@@ -117,8 +117,7 @@ def seen_flags(parsed: ParsedInput) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=4)
 def _seen_flags(text: str, parsed_flags: tuple[str, ...]) -> dict[str, str]:
-    window_text = text_window(text)
-    window = InputWindow(window_text, folded(window_text))
+    window = InputWindow(*_window_of(text))
     found: dict[str, str] = {}
     # parse_input's flags are spelled as their program reads them already; a raw command line of vLLM's is
     # read as vLLM reads it (--tool_call_parser is --tool-call-parser), another program's as written.
@@ -174,6 +173,13 @@ def settings_in_effect(parsed: ParsedInput) -> dict[str, str]:
         flags.setdefault("tool-call-parser", "openai")
         flags.setdefault("enable-auto-tool-choice", "true")
     return flags
+
+
+def shows_set(shown: dict[str, str], name: str, value: str | None) -> bool:
+    """True when the settings the input shows (:func:`settings_in_effect`) set ``name`` (no dashes) to ``value``
+    (letter case aside), or set it at all when ``value`` is None."""
+    have = shown.get(name)
+    return have is not None and (value is None or have.lower() == value.lower())
 
 
 def user_vllm_version(parsed: ParsedInput) -> str | None:
@@ -674,12 +680,10 @@ def _moot(item: FlagOut, shown: dict[str, str], shows_command: bool) -> bool:
     a command-line option to avoid, absent from the command the input shows."""
     name = item.flag.lstrip("-")
     if item.action == "set":
-        value = shown.get(name)
-        return value is not None and (item.value is None or value.lower() == item.value.lower())
+        return shows_set(shown, name, item.value)
     if item.action != "avoid" or not shows_command or not item.flag.startswith("--"):
         return False
-    value = shown.get(name)
-    return value is None or (item.value is not None and value.lower() != item.value.lower())
+    return not shows_set(shown, name, item.value)
 
 
 _UNSETS = re.compile(r"\b(?:not|avoid|without|remove|drop|instead|unset|disable|leave out)\b|n't\b", re.I)
@@ -691,9 +695,7 @@ def _sets_only_what_is_set(step: str, shown: dict[str, str]) -> bool:
     matches = list(_CLI_FLAG.finditer(step))
     if any(_UNSETS.search(step[max(0, m.start() - 30) : m.start()]) for m in matches):
         return False  # "do not force --attention-backend flashinfer": asks to undo what is set
-    return bool(matches) and all(
-        m.group(2) is not None and shown.get(m.group(1), "").lower() == m.group(2).lower() for m in matches
-    )
+    return bool(matches) and all(m.group(2) is not None and shows_set(shown, m.group(1), m.group(2)) for m in matches)
 
 
 def _names_flag(step: str, item: FlagOut) -> bool:
@@ -701,12 +703,12 @@ def _names_flag(step: str, item: FlagOut) -> bool:
     return re.search(re.escape(item.text()) + r"(?![\w-])", step) is not None
 
 
-def _fix_release(doc: Document, kb: CuratedThreads | None) -> tuple[str, str] | None:
+def _fix_release(doc: Document, kb: CuratedThreads) -> tuple[str, str] | None:
     """(PR, release) for the first release with an issue's fix, when the KB knows it: the earliest of its merged
     fixing PRs in the same repository."""
     known: list[tuple[Version, str, str]] = []
     for pr in doc.fixed_by:
-        card = kb.get(pr) if kb is not None else None
+        card = kb.get(pr)
         if card is None or card.state != "merged" or card.repo != doc.repo or not card.released_in:
             continue
         if (version := parse_version(card.released_in)) is not None:
@@ -714,7 +716,7 @@ def _fix_release(doc: Document, kb: CuratedThreads | None) -> tuple[str, str] | 
     return min(known)[1:] if known else None
 
 
-def _against_version(doc: Document, parsed: ParsedInput, kb: CuratedThreads | None) -> str:
+def _against_version(doc: Document, parsed: ParsedInput, kb: CuratedThreads) -> str:
     """A note on an issue's advice from the input's release of the issue's engine, when it is newer than the
     issue's: the fix's first release is in it already, or (the fix's release unknown) every release the issue
     was reported on is older, so a fix released in between is in it. Either way the issue may not be the cause;
@@ -742,27 +744,21 @@ def _against_version(doc: Document, parsed: ParsedInput, kb: CuratedThreads | No
 
 
 def _card_advice(
-    hits: Sequence[Document],
-    related: bool = False,
-    parsed: ParsedInput | None = None,
-    kb: CuratedThreads | None = None,
-    shown: dict[str, str] | None = None,
+    hits: Sequence[Document], related: bool, parsed: ParsedInput, kb: CuratedThreads, shown: dict[str, str]
 ) -> list[Advice]:
     """Each hit's own fix and workarounds, with the flags the card says to set or avoid; ``related``: no hit
     is known to be this failure, and the advice says so.
 
-    With ``parsed`` (and ``shown``, its :func:`settings_in_effect`), what the input shows already done is left
-    out: a flag it sets as the card says, a step that only sets what it sets, and an option to avoid that its
-    command does not pass, with the steps that ask to drop that option; and the input's release, when it is
-    newer than the issue's, is noted (:func:`_against_version`).
+    What the input shows already done (``shown``: its :func:`settings_in_effect`) is left out: a flag it sets
+    as the card says, a step that only sets what it sets, and an option to avoid that its command does not
+    pass, with the steps that ask to drop that option; and the input's release, when it is newer than the
+    issue's, is noted (:func:`_against_version`).
     """
     advice: list[Advice] = []
     told = ", a related issue not known to be this failure" if related else ""
-    if shown is None:
-        shown = settings_in_effect(parsed) if parsed is not None else {}
-    shows_command = parsed is not None and command_shown(parsed)
+    shows_command = command_shown(parsed)
     for doc in hits:
-        note = _against_version(doc, parsed, kb) if parsed is not None else ""
+        note = _against_version(doc, parsed, kb)
         typed = card_flags(doc)
         moot = [item for item in typed if _moot(item, shown, shows_command)]
         typed = [item for item in typed if item not in moot]

@@ -468,20 +468,37 @@ def test_a_sentence_that_denies_an_error_is_not_an_error_line(sentence: str) -> 
     assert parse_input("The acme server exits with an error at start.").signatures, "an error it states is one"
 
 
-def test_an_exception_right_under_a_frame_is_the_error_line() -> None:
-    """A traceback cut to its frames (no source line under the last one): the exception still leads."""
-    text = (
-        "[Bug] acme model fails with tools enabled: template error\n"
-        "Traceback (most recent call last):\n"
-        '  File "/srv/acme/serving_chat.py", line 94, in _convert_to_internal_request\n'
-        "jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'acme'\n"
-    )
-    assert parse_input(text).signatures[0] == "jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'acme'"
-
-
-def test_a_javascript_errors_name_tag_keeps_it_an_exception() -> None:
-    text = "Acme gpt-oss:20b unsupported\nAcmeVersionError [AI_AcmeVersionError]: Unsupported model version v1\n"
-    assert parse_input(text).signatures[0] == "AcmeVersionError [AI_AcmeVersionError]: Unsupported model version v1"
+@pytest.mark.parametrize(
+    ("text", "line", "alone"),
+    [
+        pytest.param(  # a traceback cut to its frames: no source line under the last one
+            "[Bug] acme model fails with tools enabled: template error\n"
+            "Traceback (most recent call last):\n"
+            '  File "/srv/acme/serving_chat.py", line 94, in _convert_to_internal_request\n'
+            "jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'acme'\n",
+            "jinja2.exceptions.UndefinedError: 'dict object' has no attribute 'acme'",
+            False,
+            id="exception-right-under-a-frame",
+        ),
+        pytest.param(
+            "Acme gpt-oss:20b unsupported\nAcmeVersionError [AI_AcmeVersionError]: Unsupported model version v1\n",
+            "AcmeVersionError [AI_AcmeVersionError]: Unsupported model version v1",
+            False,
+            id="javascript-error-name-tag",
+        ),
+        pytest.param(  # a template's, a JavaScript's or Python's "... not defined", with no other error word
+            'Sending a message shows:\n500: template: :3: function "acmeDate" not defined\n',
+            '500: template: :3: function "acmeDate" not defined',
+            True,
+            id="not-defined",
+        ),
+    ],
+)
+def test_the_failing_line_leads(text: str, line: str, alone: bool) -> None:
+    signatures = parse_input(text).signatures
+    assert signatures[0] == line
+    if alone:
+        assert signatures == [line]
 
 
 def test_a_short_label_line_is_not_an_error_line() -> None:
@@ -496,12 +513,6 @@ def test_an_info_record_relaying_a_json_error_body_gives_its_message() -> None:
         '{"error":"template: :108:130: executing at <index $prop.Type 0>: error calling index: acme out of range"})'
     )
     assert parse_input(line).signatures[0].startswith("template: :108:130: executing at")
-
-
-def test_a_message_that_something_is_not_defined_is_an_error_line() -> None:
-    """A template's, a JavaScript's or Python's "... not defined" is an error, with no other error word."""
-    text = 'Sending a message shows:\n500: template: :3: function "acmeDate" not defined\n'
-    assert parse_input(text).signatures == ['500: template: :3: function "acmeDate" not defined']
 
 
 def test_an_exceptions_bare_name_gives_way_to_the_same_exception_with_its_message() -> None:
