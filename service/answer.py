@@ -15,6 +15,7 @@ from indexer.documents import DocKind, Document, ThreadKind
 from indexer.sources.github_threads import github_thread_url
 from indexer.trust import trust_level
 from service.analysis.engines import fix_engine
+from service.analysis.platforms import other_platform
 from service.models import AdviceOut, Confidence, FixOut, IssueOut, OriginOut, TokenOut
 
 if TYPE_CHECKING:
@@ -272,6 +273,13 @@ def of_failing_engines(hits: Sequence[Hit], failing: Sequence[str], engine_of: M
     if not failing:
         return list(hits)
     return [hit for hit in hits if fix_engine(hit.doc, engine_of) in {None, *failing}]
+
+
+def of_the_platform(hits: Sequence[Hit], platform: str | None, platform_of: Mapping[str, str]) -> list[Hit]:
+    """The hits whose fix is not for another GPU platform than the input's (``platform_of``: thread id -> the
+    platform of a hardware thread). A newer CUDA image or an NVIDIA attention backend is no fix for a HIP
+    error on an AMD GPU. All of them when the input shows no platform."""
+    return [hit for hit in hits if not other_platform(platform, platform_of.get(hit.doc.id))]
 
 
 def of_the_match(hits: Sequence[Hit]) -> list[Hit]:

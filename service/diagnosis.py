@@ -21,7 +21,8 @@ from packaging.version import Version
 from indexer.documents import ReleaseSource
 from indexer.signatures import normalize_signature
 from service.analysis.advice import settings_in_effect, shows_set
-from service.analysis.engines import ThreadEngines, engine_name, repo_engines
+from service.analysis.engine_names import engine_name
+from service.analysis.engines import ThreadEngines, repo_engines
 from service.analysis.input import ParsedInput
 from service.answer import public_source
 from service.calibration import CALIBRATION
@@ -193,6 +194,12 @@ def problem_engines(problem: Problem, threads: ThreadEngines) -> frozenset[str]:
     return frozenset(found)
 
 
+def problem_platforms(problem: Problem, threads: ThreadEngines) -> frozenset[str]:
+    """The GPU platforms a problem's hardware threads are about (service/analysis/platforms.py); empty when
+    none of its threads names one."""
+    return frozenset(threads.platform[thread] for thread in problem.threads if thread in threads.platform)
+
+
 def problem_clients(problem: Problem) -> frozenset[str]:
     """The client frameworks a problem is about: those every one of its actions is for (the reference docs'
     client sections, whose actions all have a client condition), else none."""
@@ -252,14 +259,22 @@ def choose(
     """The problem behind the input, how sure, and why; None when nothing points at one.
 
     A problem found by words (not by its error string) must be about the engine the failure names, when
-    both name one: a section built from vLLM threads does not diagnose an Ollama report.
+    both name one: a section built from vLLM threads does not diagnose an Ollama report. Likewise for the GPU
+    platform: a problem whose hardware threads are all NVIDIA's does not diagnose an AMD report by words.
     """
 
     def fits(problem: Problem) -> bool:
         clients = problem_clients(problem)
         if clients and not any(_holds(client, parsed) for client in clients):
             return False  # a client's section (LangChain, LiteLLM, ...) for an input that names another or none
-        return threads is None or not another_engine(parsed, problem_engines(problem, threads))
+        if threads is None:
+            return True
+        # A kernel or parallelism problem seen only on another GPU platform (a CUDA start-up failure for a
+        # ROCm report that shows no such error).
+        platforms = problem_platforms(problem, threads)
+        if parsed.platform is not None and platforms and parsed.platform not in platforms:
+            return False
+        return not another_engine(parsed, problem_engines(problem, threads))
 
     exact = problems.by_error(parsed)
     if exact is not None:  # its own error string: whatever engine raised it (a Harmony library error)

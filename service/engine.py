@@ -32,6 +32,7 @@ from service.answer import (
     issue_out,
     of_failing_engines,
     of_the_match,
+    of_the_platform,
     origin_out,
     reproduction_out,
     scope_note,
@@ -329,7 +330,12 @@ class LookupEngine:
             if h.doc.id.startswith("reference/")
             and (h.confidence == "high" or trusted.intersection(h.doc.references))
         ]
-        fitting = of_the_match(of_failing_engines(confident, parsed.failure_engines, snap.retriever.engines.engine))
+        threads = snap.retriever.engines
+        fitting = of_the_match(
+            of_the_platform(
+                of_failing_engines(confident, parsed.failure_engines, threads.engine), parsed.platform, threads.platform
+            )
+        )
         fixes = (
             []
             if no_match
@@ -350,6 +356,7 @@ class LookupEngine:
                 model=parsed.model,
                 client=parsed.client,
                 engine=parsed.engine,
+                platform=parsed.platform,
                 failure_found=parsed.failure_found,
                 outside_scope=other is not None,
                 other_model=other,

@@ -123,6 +123,12 @@ class AnalysisOut(BaseModel):
         "dynamo, mlx, ...); threads of that engine rank first.",
         examples=["vllm"],
     )
+    platform: str | None = Field(
+        default=None,
+        description="Accelerator platform the input shows (amd: ROCm, HIP, an AMD GPU; gaudi; ascend; nvidia: CUDA, "
+        "an NVIDIA GPU); a kernel, build or parallelism thread of another platform gives no fix or advice.",
+        examples=["amd"],
+    )
     failure_found: bool = Field(
         default=True,
         description="False when the input is a log with no failure line (no error, exception or sentence "

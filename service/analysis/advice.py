@@ -19,10 +19,12 @@ from pydantic import BaseModel, Field
 from indexer.documents import Document, ThreadKind
 from indexer.signatures import normalize_signature
 from indexer.trust import trust_level
-from service.analysis.engines import ThreadEngines, advised_engine, engine_name, repo_engines
+from service.analysis.engine_names import engine_name
+from service.analysis.engines import ThreadEngines, advised_engine, repo_engines
 from service.analysis.input import ParsedInput
 from service.analysis.needles import Needled, folded
 from service.analysis.origin import categorize, text_window
+from service.analysis.platforms import other_platform
 from service.flag_names import vllm_flag
 from service.models import FlagAction, FlagOut
 from service.versions import parse_version
@@ -784,13 +786,19 @@ def _card_advice(
 
 
 def _for_failing(docs: Sequence[Document], parsed: ParsedInput, threads: ThreadEngines | None) -> list[Document]:
-    """The threads to take advice from: those about an engine (another engine's thread with the same error is
-    a look-alike whose own advice may carry over: ``ignore_eos`` breaks every Harmony server), and those about
-    none whose fix is not another engine's than the failure's (vLLM's attention backends for a TensorRT-LLM
-    failure). All of them without ``threads`` or when the failure names no engine."""
-    failing = parsed.failure_engines
-    if threads is None or not failing:
+    """The threads to take advice from: none about another GPU platform than the input's, and of the rest those
+    about an engine (another engine's thread with the same error is a look-alike whose own advice may carry over:
+    ``ignore_eos`` breaks every Harmony server), and those about none whose fix is not another engine's than the
+    failure's (vLLM's attention backends for a TensorRT-LLM failure). All of them without ``threads``; all
+    but another platform's when the failure names no engine."""
+    if threads is None:
         return list(docs)
+    # A hardware thread of another GPU platform than the input's: its fix is that platform's (a newer CUDA
+    # image for a HIP error), whatever engine either runs.
+    docs = [doc for doc in docs if not other_platform(parsed.platform, threads.platform.get(doc.id))]
+    failing = parsed.failure_engines
+    if not failing:
+        return docs
     return [doc for doc in docs if doc.id in threads.engine or advised_engine(doc) in {None, *failing}]
 
 

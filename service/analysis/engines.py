@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from indexer.documents import Document
 from service.analysis.needles import folded as folded_text
+from service.analysis.platforms import detect_platform
 
 _VLLM_OPTIONS = (
     "enable_auto_tool_choice",
@@ -84,25 +85,6 @@ def _ascii_words(table: _Table) -> _Table:
 
 
 ENGINES = _ascii_words(ENGINES)
-
-_ENGINE_NAMES = {
-    "vllm": "vLLM",
-    "sglang": "SGLang",
-    "ollama": "Ollama",
-    "lm-studio": "LM Studio",
-    "tensorrt-llm": "TensorRT-LLM",
-    "dynamo": "Dynamo",
-    "mlx": "MLX",
-    "lmdeploy": "LMDeploy",
-    "tgi": "TGI",
-    "xinference": "Xinference",
-}
-
-
-def engine_name(engine: str) -> str:
-    """How an engine is written in an answer (``lm-studio`` -> LM Studio); a data-derived one as it is."""
-    return _ENGINE_NAMES.get(engine, engine)
-
 
 # Client frameworks, by the names their packages, repositories and errors carry. The more specific
 # framework comes before the SDK it is built on.
@@ -295,6 +277,13 @@ def _own_servers(documents: Sequence[Document], threads: Counter[str], taken: se
     return {repo: name for repo, name in names.items() if outside[name] <= inside[name] // 2}
 
 
+HARDWARE_COMPONENTS = frozenset(
+    {"attention-backend", "quantization-kernels", "install-build", "multi-gpu", "performance", "speculative-decoding",
+     "other"}
+)  # fmt: skip
+"""Components whose failures and fixes belong to a GPU platform (kernels, builds, parallelism, a crash on one
+GPU). A Harmony, tool-call or API thread's fix holds on any GPU, whatever hardware its reporter named."""
+
 _NAME_PARTS = re.compile(r"[-_.]")
 NAMES_HEAD = 20_000
 """Characters at the head of an input searched for a tool's name written in words."""
@@ -361,6 +350,9 @@ class ThreadEngines:
     server_names: frozenset[str] = frozenset()
     """Names of the other serving engines the data knows (exo, gpustack, ...), beyond the named ones:
     repositories whose threads are mostly about their own server and whose name the data uses for it."""
+    platform: dict[str, str] = field(default_factory=dict)
+    """Thread id -> the GPU platform (``amd``, ``nvidia``) of a hardware thread whose repository, title or
+    error strings name one (service/analysis/platforms.py); a Harmony or API thread has none."""
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document]) -> ThreadEngines:
@@ -419,6 +411,13 @@ class ThreadEngines:
         )
         totals = Counter(engine.values())
         default = totals.most_common(1)[0][0] if totals else None
+        platform = {
+            doc.id: found
+            for doc in documents
+            if doc.repo is not None
+            and doc.component in HARDWARE_COMPONENTS
+            and (found := detect_platform("\n".join([doc.repo, doc.title, *doc.error_signatures[:10]])))
+        }
         return cls(
             engine=engine,
             client=client,
@@ -428,6 +427,7 @@ class ThreadEngines:
             default_engine=default,
             client_names=frozenset(apps.values()),
             server_names=frozenset(servers.values()),
+            platform=platform,
         )
 
     def named_server(self, text: str) -> str | None:

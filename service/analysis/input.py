@@ -16,6 +16,7 @@ from service.analysis.distill import Distilled, distill, unwrap_log
 from service.analysis.engines import detect_client, detect_engines
 from service.analysis.needles import Needled
 from service.analysis.needles import folded as _folded
+from service.analysis.platforms import detect_platform
 from service.flag_names import vllm_flag
 from service.versions import VLLM_LOGO_VERSION
 
@@ -48,6 +49,9 @@ class ParsedInput(BaseModel):
     model: str | None = Field(default=None, description="Model name or path seen in the input")
     client: str | None = Field(default=None, description="Client framework that reported the error")
     engines: list[str] = Field(default=[], description="Serving engines the input names, the failing one first")
+    platform: str | None = Field(
+        default=None, description="GPU platform the input shows: amd or nvidia (service/analysis/platforms.py)"
+    )
     failure_engines: list[str] = Field(
         default=[],
         description="Serving engines the failure itself names: in a pasted log, its failing lines and the user's "
@@ -709,6 +713,7 @@ def parse_input(text: str) -> ParsedInput:
         failure_found=not announced and (bool(strong or distilled.prose) or not distilled.is_log_dump),
         announced=announced,
         other_model=_other_model(text),
+        platform=detect_platform(text),
         log_dump=distilled.is_log_dump,
         body=body,
         threads=threads,

@@ -621,8 +621,12 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
                 "issue points elsewhere."
             )
         else:
+            # The issue that decided is named with its place in the list when it is not the first: the
+            # first may record no side, or be outvoted by the ones below it.
+            rank = next((n for n, hit in enumerate(hits, start=1) if hit.id == doc.id), 1)
+            which = f"the closest known issue {doc.id}" if rank == 1 else f"known issue #{rank}, {doc.id},"
             explanation = (
-                f"The input names no error the rules know; the closest known issue {doc.id} "
+                f"The input names no error the rules know; {which} "
                 f"({doc.component}, raised by {doc.error_source}) points to the {side}."
             )
         return Origin(side=side, component=component, explanation=explanation)

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from service.analysis.engine_names import engine_name
+from service.analysis.platforms import platform_name
 from service.cli.terminal import terminal_safe, terminal_safe_data
 from service.models import MAX_ERROR_CHARS, LookupResponse
 
@@ -221,6 +223,20 @@ def seen_line(items: list[str], limit: int = SEEN_CHARS) -> str:
     return ", ".join(shown)
 
 
+def seen_items(answer: LookupResponse) -> list[str]:
+    """What the answer read from the input: the engine, the client and the model first (what the ranking and
+    the advice were fitted to, so a reader can tell a misread at once), then the versions and settings."""
+    analysis = answer.analysis
+    named = [engine_name(analysis.engine)] if analysis.engine else []
+    if analysis.platform:
+        named.append(platform_name(analysis.platform))
+    if analysis.client:
+        named.append(f"client {analysis.client}")
+    if analysis.model:
+        named.append(f"model {analysis.model}")
+    return named + [f"{k} {v}" for k, v in analysis.versions.items()] + list(analysis.flags)
+
+
 def render(answer: LookupResponse, console: Console, *, base_url: str | None = None) -> None:
     """The whole answer for a person: verdict, origin, tokens, issues, fixes, advice."""
     analysis = answer.analysis
@@ -243,8 +259,8 @@ def render(answer: LookupResponse, console: Console, *, base_url: str | None = N
     )
     if answer.query.signatures:
         console.print(f"[bold]Error:[/bold] {escape(answer.query.signatures[0][:300])}")
-    if analysis.versions or analysis.flags:
-        seen = [f"{k} {v}" for k, v in analysis.versions.items()] + analysis.flags
+    seen = seen_items(answer)
+    if seen:
         console.print(f"[bold]Seen:[/bold] {escape(seen_line(seen))}")
     if analysis.tokens:
         table = Table(title="Tokens", title_justify="left", show_edge=False)

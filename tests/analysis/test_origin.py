@@ -146,6 +146,16 @@ def test_a_symptom_takes_its_side_from_the_best_hits(cards: dict[str, Document])
     assert "crewAIInc/crewAI#4036" in origin.explanation
 
 
+def test_the_deciding_issue_is_named_with_its_place_when_it_is_not_the_first(cards: dict[str, Document]) -> None:
+    text = "my crewai agent crashes whenever the local gpt-oss model decides to call one of its tools"
+    # A first hit that records no side leaves the vote to the second; "closest" would name the wrong one.
+    sideless = cards["vllm-project/vllm#28635"].model_copy(update={"error_source": None, "component": None})
+    origin = classify_origin(parse_input(text), [sideless, cards["crewAIInc/crewAI#4036"]])
+    assert origin.side == "client"
+    assert "known issue #2, crewAIInc/crewAI#4036," in origin.explanation
+    assert "closest" not in origin.explanation
+
+
 def test_hit_whose_own_error_is_a_gpu_limit_counts_as_environment(cards: dict[str, Document]) -> None:
     # The card is labelled as raised by vLLM, but what it describes is the GPU's capability.
     text = "gpt-oss-120b will not start on our T4 cards"

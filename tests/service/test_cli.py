@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from service.cli import main
-from service.cli.lookup import plain, seen_line, source_text
+from service.cli.lookup import plain, seen_items, seen_line, source_text
 from service.config import Settings
 from service.models import LookupResponse
 from tests.service.support import FastComponents, LiveServer, wait_until
@@ -159,3 +159,30 @@ def test_the_seen_line_keeps_whole_items_and_counts_the_rest() -> None:
     line = seen_line(items, limit=50)
     assert line == "vllm 0.13.0, --model openai/gpt-oss-20b, and 1 more (--json lists them)"
     assert seen_line(["x" * 90], limit=50) == "x" * 90, "one item is shown whole however long"
+
+
+def test_the_seen_line_leads_with_the_engine_client_and_model_read() -> None:
+    answer = LookupResponse.model_validate(
+        {
+            "query": {"signatures": [], "normalized": ""},
+            "analysis": {
+                "origin": {"side": "server", "component": "other", "explanation": "x"},
+                "category": "other",
+                "engine": "lm-studio",
+                "client": "langchain",
+                "model": "openai/gpt-oss-20b",
+                "versions": {"vllm": "0.10.1"},
+                "flags": ["--tool-call-parser openai"],
+            },
+            "issues": [],
+            "no_confident_match": True,
+            "fixes": [],
+            "advice": [],
+            "index": {"documents": 0, "issues": 0},
+        }
+    )
+    assert seen_items(answer) == [
+        "LM Studio", "client langchain", "model openai/gpt-oss-20b", "vllm 0.10.1", "--tool-call-parser openai",
+    ]  # fmt: skip
+    bare = answer.model_copy(update={"analysis": answer.analysis.model_copy(update={"engine": None, "client": None})})
+    assert seen_items(bare)[0] == "model openai/gpt-oss-20b"

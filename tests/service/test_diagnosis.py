@@ -279,6 +279,23 @@ def test_a_section_of_another_engines_threads_does_not_diagnose_by_words() -> No
     assert choose(quoted, Problems([_problem(sources=("vllm-project/vllm#1",), fix_prs=())]), [], [], threads)
 
 
+def test_a_problem_seen_only_on_another_gpu_platform_does_not_diagnose_by_words() -> None:
+    """A start-up problem whose threads are all NVIDIA's is chosen by its words only for an NVIDIA or an
+    unnamed GPU; its own error string still finds it anywhere."""
+    problems = Problems([_problem(kind="setup", errors=(), sources=("vllm-project/vllm#1",), fix_prs=())])
+    threads = ThreadEngines(engine={"vllm-project/vllm#1": "vllm"}, platform={"vllm-project/vllm#1": "nvidia"})
+    section = [_section("medium")]
+    agree = [_thread_hit(1, repo="vllm-project/vllm")]
+    words = "vllm serve openai/gpt-oss-120b --tensor-parallel-size 4 never finishes starting"
+    assert choose(parse_input(words), problems, agree, section, threads) is not None
+    assert choose(parse_input(words + " on two H100"), problems, agree, section, threads) is not None
+    on_amd = parse_input(words + " on four MI300X")
+    assert on_amd.platform == "amd"
+    assert choose(on_amd, problems, agree, section, threads) is None
+    quoted = parse_input(f"{LINE} on four MI300X")
+    assert choose(quoted, Problems([_problem(sources=("vllm-project/vllm#1",), fix_prs=())]), [], [], threads)
+
+
 def test_a_report_from_another_engine_gets_no_vllm_only_advice() -> None:
     """vLLM's release, flags and variables are no advice for an SGLang or Ollama report; the rest stays."""
     problem = _problem(

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from indexer.documents import Document, State
-from service.answer import Knowledge, build_fixes, of_failing_engines, of_the_match, section_fix
+from service.answer import Knowledge, build_fixes, of_failing_engines, of_the_match, of_the_platform, section_fix
 from service.config import Settings
 from service.retrieval import Hit
 from service.scheduler import Scheduler
@@ -303,6 +303,15 @@ def test_another_engines_thread_gives_no_fix_when_the_failure_names_its_engine()
     hits = [_hit(vllm_fix), _hit(client)]
     assert [h.doc.id for h in of_failing_engines(hits, ["tensorrt-llm"], {})] == [client.id]
     assert of_failing_engines(hits, ["vllm"], {}) == hits
+
+
+def test_fixes_come_from_no_hardware_thread_of_another_gpu_platform() -> None:
+    nvidia, amd, neutral = _hit(_issue(1)), _hit(_issue(2)), _hit(_issue(3))
+    platform_of = {nvidia.doc.id: "nvidia", amd.doc.id: "amd"}  # the third is a Harmony thread: no platform
+    hits = [nvidia, amd, neutral]
+    assert of_the_platform(hits, "amd", platform_of) == [amd, neutral]
+    assert of_the_platform(hits, "nvidia", platform_of) == [nvidia, neutral]
+    assert of_the_platform(hits, None, platform_of) == hits, "an input that shows no platform keeps every hit"
 
 
 def test_a_known_match_gives_the_fixes_not_the_threads_only_close_to_it() -> None:
