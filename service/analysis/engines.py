@@ -109,7 +109,9 @@ CLIENTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     # NVIDIA's NeMo Agent Toolkit, also by its agents' logger names (package aiq, later nat).
     ("nemo-agent-toolkit", re.compile(r"\bnemo[- ]agent[- ]toolkit\b|\b(?:aiq|nat)\.agent\.\w{1,40}_agent\b", re.I)),
     ("claude-code", re.compile(r"\bclaude[- ]code\b(?!-router)", re.I)),
-    ("ai-sdk", re.compile(r"@ai-sdk/|\bvercel ai sdk\b", re.I)),
+    # Vercel's AI SDK by its package scope and its name. Not by the AI_ tag of its errors: the tools built on it
+    # relay a server's error under that tag ("AI_RetryError: ... Last error: <the server's message>").
+    ("ai-sdk", re.compile(r"@ai-sdk/|\b(?i:vercel )?AI SDK\b")),
     ("continue", re.compile(r"\bcontinuedev\b|\bcontinue\.dev\b", re.I)),
     ("open-webui", re.compile(r"open[-_ ]?webui", re.I)),
     ("guidellm", re.compile(r"\bguidellm\b", re.I)),
@@ -155,7 +157,7 @@ _NEEDLES: dict[str, tuple[str, ...]] = {
     "claude-code": ("claude",),
     "openhands": ("openhands", "open hands", "open-hands"),
     "nemo-agent-toolkit": ("nemo", "aiq.agent", "nat.agent"),
-    "ai-sdk": ("ai-sdk", "vercel ai sdk"),
+    "ai-sdk": ("ai-sdk", "ai sdk"),
     "openai-agents": ("agents",),
     "pydantic-ai": ("pydantic",),
     "continue": ("continue",),

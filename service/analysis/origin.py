@@ -617,7 +617,9 @@ def classify_origin(parsed: ParsedInput, hits: Sequence[Document]) -> Origin:
         if doc is None:
             named = "a client application" if side == "client" else "a serving engine"
             explanation = (
-                f"The input describes the behaviour of {named} without an error string, and no known "
+                f"No rule or known issue reads the input's error; what it names points to {named}."
+                if parsed.signatures
+                else f"The input describes the behaviour of {named} without an error string, and no known "
                 "issue points elsewhere."
             )
         else:

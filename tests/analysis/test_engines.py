@@ -60,6 +60,16 @@ def test_clients_named_in_inputs() -> None:
     assert parse_input("codex exec failed: stream disconnected before completion").client == "codex"
 
 
+def test_vercels_ai_sdk_by_its_name_and_package_scope() -> None:
+    # Its errors' AI_ tag is no client of its own: tools built on it relay a server's message under it.
+    assert detect_client("Error: AI_RetryError: Failed after 4 attempts. Last error: acme") is None
+    assert detect_client("import { createOpenAI } from '@ai-sdk/openai'") == "ai-sdk"
+    assert detect_client("AI SDK 5 rejects the acme provider") == "ai-sdk"
+    # "OpenAI SDK" and the words in prose are not its name.
+    assert detect_client("with the OpenAI SDK the acme call fails") is None
+    assert detect_client("an ai sdk of some kind") is None
+
+
 def test_agent_applications_named_as_their_users_and_logs_write_them() -> None:
     assert parse_input("Using CodexCLI against a local endpoint, every call fails").client == "codex"
     assert parse_input("OpenHands CLI v0.51.1 prints the raw markup of the model").client == "openhands"

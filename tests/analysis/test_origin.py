@@ -170,6 +170,18 @@ def test_a_behaviour_described_on_vllm_defaults_to_the_server_without_a_client(
     assert classify_origin(parse_input(text), []).side == "server"
 
 
+def test_an_error_no_rule_or_issue_reads_is_not_called_a_behaviour_without_one() -> None:
+    """With an error line the rules do not know, the answer says so; "without an error string" is for a
+    described behaviour."""
+    relayed = parse_input("gpt-oss-120b: AI_RetryError: Failed after 4 attempts. Last error: acme frobnication")
+    assert relayed.signatures
+    origin = classify_origin(relayed, [])
+    assert origin.side == "server"
+    assert "without an error string" not in origin.explanation and "input's error" in origin.explanation
+    described = classify_origin(parse_input("on vllm gpt-oss-20b answers with an empty message"), [])
+    assert "without an error string" in described.explanation
+
+
 def test_nothing_to_go_on_is_unknown() -> None:
     origin = classify_origin(parse_input("it does not work"), [])
     assert (origin.side, origin.component) == ("unknown", "other")
