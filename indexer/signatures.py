@@ -114,7 +114,16 @@ CHAINING = re.compile(
 )
 # A user's line that introduces the error pasted below it ("... I am getting the following error:", "...
 # gives the following error"): it names no failure of its own, so it is the user's sentence, not an error line.
+# A sentence that says the user met "this error" and quotes none of it ("Later I get this error when running the
+# container"): it points at an error pasted elsewhere, or left out.
+POINTER = re.compile(
+    r"\b(?:have|had|get|gets|got|getting|see|saw|seeing|hit|hitting|encounter(?:ed)?|receiv(?:e|ed|ing)|r[au]n into)"
+    r"\s(?:this|these|the following|following|the same)\s(?:errors?|exceptions?)\b"
+    r"(?:\s(?:when|while|after|on|in|at|during|if|whenever|with|from|every)\b[^:\n]{0,80})?\W{0,3}$",
+    re.I,
+)
 LEAD_IN = re.compile(
+    POINTER.pattern + "|"
     r"(?:\b(?:following|below)\s(?:\w{1,20}\s){0,2}(?:errors?|exceptions?|tracebacks?|logs?|output|messages?)"
     r"|\b(?:this|these|an|the|same)\s(?:errors?|exceptions?)\s{0,2}(?:below|here)?"
     r"|\b(?:errors?|exceptions?|tracebacks?)\b[^:\n]{0,40}\b(?:is|are|was|were|says?|reads?)\s{0,2}:"

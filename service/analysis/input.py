@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from indexer.signatures import CHAINING, LEAD_IN, MAX_LINE, keyed_error_lines, normalize_signature
+from indexer.signatures import CHAINING, LEAD_IN, MAX_LINE, POINTER, keyed_error_lines, normalize_signature
 from service.analysis.distill import Distilled, distill, unwrap_log
 from service.analysis.engines import detect_client, detect_engines
 from service.analysis.needles import Needled
@@ -689,7 +689,13 @@ def parse_input(text: str) -> ParsedInput:
     users = [e.text for e, _ in keyed if e.kind == "error" and not e.record]
     threads, numbers = _named_threads([*distilled.prose, *distilled.plain, *users], seen)
     # A lead-in to an error ("... is:") with no error line anywhere: the paste may have left the error out.
-    announced = next((p for p in distilled.prose if p.endswith(":") and LEAD_IN.search(p)), None) if not keyed else None
+    # A notice (a deprecation, a hint) or an access line is no error line: the announced error is still missing.
+    failing = any(e.kind in {"exception", "message", "error", "warning"} for e in lines)
+    announced = (
+        next((p for p in distilled.prose if (p.endswith(":") and LEAD_IN.search(p)) or POINTER.search(p)), None)
+        if not failing
+        else None
+    )
     # Where the user says the model works is no failing engine; the needles of that phrasing are rare in logs.
     works = _WORKS.possible(folded)
     told = detect_engines(_without_working(body) if works else body, strong[:5]) if body else []

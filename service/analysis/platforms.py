@@ -3,8 +3,8 @@ NVIDIA GPU (CUDA).
 
 A fix for one platform is rarely one for another: a newer CUDA image, a CUDA attention backend or an
 NVIDIA driver step does nothing for a HIP error on an AMD GPU. The markers are the platforms' own names,
-their error prefixes, device files, architecture and GPU names, and vLLM's start-up line ("Automatically
-detected platform rocm."). ROCm's builds of PyTorch answer to ``torch.cuda`` and vLLM on ROCm still
+their error prefixes, device files, architecture and GPU names, and the platform vLLM's start-up record says
+it detected. ROCm's builds of PyTorch answer to ``torch.cuda`` and vLLM on ROCm still
 captures "CUDA graphs", so another platform's marker decides over a CUDA one.
 """
 

@@ -528,6 +528,23 @@ def test_an_announced_error_the_paste_left_out_asks_for_it() -> None:
     assert shown.announced is None and shown.failure_found, "an error line after it: nothing is missing"
 
 
+def test_a_sentence_pointing_at_this_error_is_no_error_line() -> None:
+    """"I have this error when ..." quotes none of the error: it is a lead-in, never the error picked, and with
+    no error line anywhere (a notice does not count) the answer asks for the error."""
+    log = (
+        "Crashes when serving gpt-oss-20b on the acme box\n"
+        "(APIServer pid=13) WARNING 11-11 10:01:50 [argparse.py:9] With `vllm serve`, you should provide the model "
+        "as a positional argument\n"
+        "Later I have this error when running the container\n"
+        "vllm serve --model=openai/gpt-oss-20b --tensor-parallel-size 1\n"
+    )
+    parsed = parse_input(log)
+    assert not any("this error" in s for s in parsed.signatures)
+    assert parsed.announced == "Later I have this error when running the container" and not parsed.failure_found
+    followed = parse_input("I got this error with tool calls\nValueError: acme broke\n")
+    assert followed.signatures == ["ValueError: acme broke"] and followed.announced is None
+
+
 def test_a_memory_shortfall_the_server_reports_is_the_environments() -> None:
     parsed = parse_input('Error Output: "model requires more system memory (58.0 GiB) than is available (30.5 GiB)"')
     origin = classify_origin(parsed, [])
