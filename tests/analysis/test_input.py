@@ -557,8 +557,8 @@ def test_other_engines_versions_are_read(text: str, versions: dict[str, str]) ->
 
 
 def test_a_sentence_starting_with_i_keeps_its_first_word() -> None:
-    assert parse_input("I get this error every time the tool call starts").signatures == [
-        "I get this error every time the tool call starts"
+    assert parse_input("I get a parse error every time the tool call starts").signatures == [
+        "I get a parse error every time the tool call starts"
     ]
 
 
