@@ -92,6 +92,12 @@ class Calibration:
     """Cosine from which a same-engine, same-component thread in the top lexical ranks is "high"."""
     lexical_high_rank: int = 3
     """Lexical rank (0-based, exclusive) a semantic "high" must also reach."""
+    error_word_idf: float = 0.5
+    """A semantic "high" for an input with a strong error line that no signature of the thread matches needs the
+    thread to use one of that line's distinctive words: those whose idf is at least this share of the largest
+    (half: rarer than in one document of ~30). From probe 8's model-load error matched "high" to a
+    tool-template thread of the same engine, which shares only "type" (0.47); dev, dev-hard, the outside tune
+    half and silver keep every "high" at 0.5 (at 0.6 the tune half loses one)."""
     dense_medium: float = 0.5
     """Cosine from which a thread is "medium"."""
     dense_medium_lexical_top: float = 0.4

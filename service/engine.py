@@ -374,6 +374,7 @@ class LookupEngine:
                             snap.curated,
                             matched=not no_match,
                             threads=snap.retriever.engines,
+                            related={doc.id for doc in evidence if snap.retriever.shares_error_words(doc, parsed)},
                         )
                     ),
                     fixes,

@@ -74,6 +74,19 @@ def titled(signature: str, title: str) -> bool:
     return len(core) >= TITLED_MIN_CHARS and core.lower() in title.lower()
 
 
+
+ERROR_LINE_CHARS = 300
+"""An error line longer than this is the user's paragraph around the error, not a line the software wrote."""
+
+
+def _software_errors(parsed: ParsedInput) -> list[str]:
+    """The strongest error lines (exceptions, messages, error records), without the user's sentences."""
+    return [
+        line.text
+        for line in parsed.evidence
+        if line.weight >= 1.0 and not line.said and len(line.text) <= ERROR_LINE_CHARS
+    ][:3]
+
 class DenseSearch(Protocol):
     """The dense leg: nearest documents to a query vector (the Chroma store implements it)."""
 
@@ -277,6 +290,7 @@ class Retriever:
         n = max(len(corpus), 1)
         self._idf = {t: math.log(1 + n / c) for t, c in df.items()}
         self._max_idf = math.log(1 + n)
+        self._words = [frozenset(tokens) for tokens in corpus]
         # Pseudo-relevance feedback, per generation: each document's strongest words as BM25 vocabulary
         # ids and weights, so a lookup only merges a few short arrays. Built only when the calibration
         # gives the feedback a weight; an empty list is what switches it off in ``_lexical_leg``.
@@ -443,6 +457,16 @@ class Retriever:
             for j, mass in shared.items()
             if mass + (self._sig_max[j] if partial else 0.0) >= 0.5 * self._sig_totals[j]
         )
+
+    def shares_error_words(self, doc: Document, parsed: ParsedInput) -> bool:
+        """True when the input has no strong error line, or the thread uses a distinctive word of one (idf at
+        least ``error_word_idf`` of the largest)."""
+        lines = _software_errors(parsed)
+        if not lines:
+            return True
+        rare = self.calibration.error_word_idf * self._max_idf
+        words = {t for t in tokenize("\n".join(lines)) if self._idf.get(t, self._max_idf) >= rare}
+        return not words or bool(words & self._words[self._position[doc.id]])
 
     def _conflicts(self, q: dict[str, float], s: dict[str, float], common: set[str]) -> bool:
         rare = 0.45 * self._max_idf
@@ -900,6 +924,10 @@ class Retriever:
             and not e.conflict
             and self._same_engine(doc, parsed)
             and (doc.component in components if doc.kind is not DocKind.REFERENCE_SECTION else bool(components))
+            # An error line the software wrote whose distinctive words the thread never uses: another failure
+            # in the same engine, however close the words around it (a model-load error against a tool-template
+            # thread). One such word is enough to stay ("sinks" for an attention-sink TypeError).
+            and (e.signature >= c.signature_medium or self.shares_error_words(doc, parsed))
         )
         if exact or close_text:
             confidence: Confidence = "high"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -803,13 +803,23 @@ def _for_failing(docs: Sequence[Document], parsed: ParsedInput, threads: ThreadE
 
 
 def _related_fits(
-    docs: Sequence[Document], parsed: ParsedInput, threads: ThreadEngines | None, matched: bool
+    docs: Sequence[Document],
+    parsed: ParsedInput,
+    threads: ThreadEngines | None,
+    matched: bool,
+    related: Collection[str] | None = None,
 ) -> list[Document]:
     """With no thread known to be this failure, the related threads whose own fix may still fit. A thread in a
     client's tracker: unless the input names another client (an Emacs library's Ollama provider is no fix
     for a LangChain report). Any other thread: of the engine the input runs (the index's default when it
-    names none) or of none (an Ollama thread's fix is no fix for a vLLM or an unnamed server)."""
-    if matched or threads is None:
+    names none) or of none (an Ollama thread's fix is no fix for a vLLM or an unnamed server). ``related``: the
+    threads that use a distinctive word of the input's error line (all when None): a thread close only in the
+    words around the error is another failure of the same engine, and its fix is that failure's."""
+    if matched:
+        return list(docs)
+    if related is not None:
+        docs = [doc for doc in docs if doc.id in related]
+    if threads is None:
         return list(docs)
     engines: set[str | None] = set(parsed.failure_engines or parsed.engines) or {threads.default_engine}
 
@@ -841,13 +851,15 @@ def advise(
     max_hits: int = 3,
     matched: bool = True,
     threads: ThreadEngines | None = None,
+    related: Collection[str] | None = None,
 ) -> list[Advice]:
     """Configuration advice for this input; ``hits`` are ranked best first (pass only confident ones), ``kb``
     is the loaded generation's curated threads. ``matched`` False: no hit is known to be this failure, so a
     hit's own fix is offered as a related issue's, not as this failure's, and only from a thread of the
     input's engine and client (:func:`_related_fits`). ``threads``, the generation's thread engines and
     clients: a thread in no engine's tracker whose failure vLLM's server raised gives its own fix only to a
-    vLLM failure (:func:`_for_failing`)."""
+    vLLM failure (:func:`_for_failing`). ``related``: the hits whose own fix may be offered as a related
+    issue's (:func:`_related_fits`)."""
     top = list(hits[:max_hits])
     if top:
         # Lower-ranked hits only count when they are about the same thing as the best one.
@@ -864,7 +876,11 @@ def advise(
         *_stop_advice(window, top, kb, flags),
         *_version_advice(parsed, top, kb),
         *_card_advice(
-            _related_fits(_for_failing(top, parsed, threads), parsed, threads, matched), not matched, parsed, kb, flags
+            _related_fits(_for_failing(top, parsed, threads), parsed, threads, matched, related),
+            not matched,
+            parsed,
+            kb,
+            flags,
         ),
         *_card_advice(_for_failing(_same_error_cards(parsed, top, kb), parsed, threads), False, parsed, kb, flags),
     ]

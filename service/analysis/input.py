@@ -30,6 +30,8 @@ class EvidenceLine(BaseModel):
     text: str
     weight: float
     kind: str
+    said: bool = False
+    """The user's own sentence (no log record around it), not a line the software wrote."""
 
 
 class ParsedInput(BaseModel):
@@ -670,7 +672,7 @@ def parse_input(text: str) -> ParsedInput:
     """Parse one pasted error line, client exception, traceback or whole log."""
     text = unwrap_log(text)
     keyed = keyed_error_lines(text)
-    lines = [EvidenceLine(text=e.text, weight=e.weight, kind=e.kind) for e, _ in keyed]
+    lines = [EvidenceLine(text=e.text, weight=e.weight, kind=e.kind, said=e.said) for e, _ in keyed]
     # Each error line's normalize_signature() comes with it (error_lines computes it to deduplicate).
     signature_keys = [(e.text, key) for e, key in keyed if e.kind in {"exception", "message", "error", "warning"}]
     signatures = [line for line, _ in signature_keys]

@@ -635,3 +635,20 @@ def test_a_related_threads_fix_is_offered_only_for_the_inputs_engine_and_client(
     assert related("LiteLLM proxy to gpt-oss: the acme call fails", app) == [app.id]
     assert related("acme call fails with gpt-oss", app) == [app.id]
     assert related("LangChain ChatOpenAI with gpt-oss: the acme call fails", app) == []
+
+
+def test_a_related_threads_fix_needs_a_word_of_the_inputs_error_line(
+    cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """``related`` names the threads that use a distinctive word of the input's error line (the retriever's
+    check): a thread close only in the words around the error gives no fix of its own."""
+    threads = ThreadEngines.from_documents(list(cards.values()))
+    vllm = cards["vllm-project/vllm#22337"]
+    parsed = parse_input("vLLM: the tool call arrives in content")
+
+    def related(ids: set[str] | None) -> list[str]:
+        advice = advise(parsed, [vllm], kb, matched=False, threads=threads, related=ids)
+        return [a.sources[0] for a in advice if "a related issue" in a.summary]
+
+    assert related(None) == [vllm.id] and related({vllm.id}) == [vllm.id]
+    assert related(set()) == []

@@ -411,6 +411,25 @@ def test_a_semantic_high_needs_the_engine_named() -> None:
     assert confidence("vllm serving " + symptom) == "high"
 
 
+def test_a_semantic_high_needs_a_distinctive_word_of_the_error_line_in_the_thread() -> None:
+    """An error line the software wrote that the thread shows nothing like is another failure of the same
+    engine, however close the words around it: "medium". One distinctive word of the line in the thread is
+    enough ("tool_calls" here); an input with no error line goes by its words as before."""
+    retriever = Retriever(card_documents(), _OneHotEmbedder(), _NearDense("vllm-project/vllm#22337"))
+    symptom = "vllm serving gpt-oss-120b: the tool call JSON comes back in content and tool_calls stays empty"
+    thread = retriever.by_id["vllm-project/vllm#22337"]
+
+    def confidence(text: str) -> str:
+        hits = {hit.doc.id: hit for hit in retriever.search(parse_input(text)).hits}
+        return hits[thread.id].confidence
+
+    assert confidence(symptom) == "high"
+    record = "\nERROR 11-23 10:00:01 [loader.py:12] acme_blob_reader: "
+    assert confidence(symptom + record + "tensor blk.0.qzx has invalid qzx kind 39") == "medium"
+    shared = symptom + record + "tool_calls is empty for choice 0"
+    assert confidence(shared) == "high"
+
+
 def test_a_semantic_high_needs_the_engine_named_by_the_failure_not_by_the_log_around_it() -> None:
     # A vLLM log names vLLM on every start-up line, and most threads are vLLM's: that the symptom sits
     # in such a log says nothing about which failure it is. The engine counts when the failing lines or
