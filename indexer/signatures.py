@@ -79,6 +79,9 @@ _NATIVE_CRASH = re.compile(
     r"|\bGGML_ASSERT\(",
     re.I,
 )
+# The C++ runtime's report of an uncaught exception: "terminate called after throwing an instance of 'T'" and,
+# on the next line, "  what():  <the exception's message>", the failure's own words.
+_CPP_WHAT = re.compile(r"^what\(\):\s+(\S.{3,})")
 _ACCESS_LOG = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) \S{1,300} HTTP/\d(?:\.\d)?" \d{3}')
 # llama.cpp's common log writes the level as one letter after its timestamp ("0.26.891.979 E ...").
 _LLAMA_LEVEL = "|^" + LLAMA_STAMP
@@ -138,7 +141,9 @@ _CONTEXT_AT_ERROR = re.compile(r"^dumping (?:input data|scheduler output|schedul
 # A markdown heading, a bold label or a short label line ("## Error", "**Error Details**:", "Error Log:"): a
 # report's structure, not an error.
 _LABEL = re.compile(
-    r"^(?:#{1,6}\s+[^\n]{1,80}|\*\*[^*\n]{1,60}\*\*:?|[A-Z][A-Za-z]{0,20}(?: [A-Za-z]{1,20}){0,2}:)\s*$"
+    r"^(?:#{1,6}\s+[^\n]{1,80}|\*\*[^*\n]{1,60}\*\*:?|[A-Z][A-Za-z]{0,20}(?: [A-Za-z]{1,20}){0,2}:"
+    # a form's heading over the error with no colon ("Error Details", "Error Output", "Full Error Log")
+    r"|(?:[A-Z][a-z]{1,12} )?Errors? (?:Details|Output|Logs?|Messages?|Info(?:rmation)?|Trace(?:back)?|Report))\s*$"
 )
 # A sentence: eight or more plain words from its start (a message the software writes breaks off sooner,
 # at a colon, a quote, a bracket or an identifier).
@@ -272,6 +277,8 @@ def _classify(raw: str, text: str, after_frame: bool) -> tuple[str, str] | None:
         return ("exception", text)
     if ("Error" in text or "Exception" in text) and (led := _LED_EXCEPTION.search(text)):
         return ("exception", text[led.start(1) :])
+    if what := _CPP_WHAT.match(text):
+        return ("message", what.group(1))  # the C++ exception's message, under the terminate line naming its type
     if _NATIVE_CRASH.search(text):
         return ("error", text)
     prefix = raw[: len(raw.rstrip()) - len(text)]
@@ -403,6 +410,21 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
 
 
 QUOTED_MIN = 20
+TITLE_MAX = 160
+"""A first line longer than this is a paragraph, not a title."""
+TITLE_RUN_WORDS = 4
+"""Words in a row a title must share with another error line to be quoting it in part."""
+
+
+def _shares_a_run(title: str, other: str) -> bool:
+    """True when ``TITLE_RUN_WORDS`` words in a row of the title (at least ``QUOTED_MIN`` characters) appear in
+    the other line."""
+    words = title.split()
+    for start in range(len(words) - TITLE_RUN_WORDS + 1):
+        run = " ".join(words[start : start + TITLE_RUN_WORDS])
+        if len(run) >= QUOTED_MIN and run in other:
+            return True
+    return False
 """Characters from which an error line found whole inside another line (a title that quotes the log line)
 stands for it."""
 
@@ -416,11 +438,19 @@ def _without_quoting_lines(found: list[tuple[ErrorLine, str]]) -> list[tuple[Err
     lines = [line for line, _ in found if line.kind != "message" and len(line.text) >= QUOTED_MIN]
     moved: dict[int, int] = {}  # id of a quoted line -> the earliest position of a line quoting it
     quoting: set[int] = set()
+    first = min(line.position for line, _ in found)
     for line, _ in found:
         if line.kind != "error" or line.record:
             continue  # a log record's line is the program's own words, not a title around them
+        # The input's first line (a report's title) also gives way to a line it quotes in part ("X at 0.11.3
+        # has invalid ggml type 39" over the loader's "tensor 'blk.0...' has invalid ggml type 39 (NONE)").
+        title = line.position == first and not line.said and len(line.text) <= TITLE_MAX
         for other in lines:
-            if other.position != line.position and other.text in line.text:
+            if other.position != line.position and (
+                other.text in line.text
+                # (not to a line that quotes the whole title back: then that line gives way to the title)
+                or (title and line.text not in other.text and _shares_a_run(line.text, other.text))
+            ):
                 quoting.add(id(line))
                 moved[id(other)] = min(moved.get(id(other), other.position), line.position)
                 break

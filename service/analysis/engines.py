@@ -206,11 +206,21 @@ def _mentions(
     return counts
 
 
+# Engines that run llama.cpp inside them and relay its loader's records ("llama_model_load: error loading model",
+# ggml lines) in their own logs.
+_EMBED_LLAMA_CPP = frozenset({"ollama", "lm-studio"})
+_LLAMA_CPP_BY_NAME = re.compile(r"llama\.cpp|llama[-_]cpp|\bllama-server\b|\bik_llama\b", re.I)
+
+
 def detect_engines(text: str, failing: Sequence[str] = ()) -> list[str]:
-    """Serving engines the input names: those in the failing lines first, then by how often named."""
+    """Serving engines the input names: those in the failing lines first, then by how often named. llama.cpp's
+    loader records in the log of an engine that embeds it (Ollama, LM Studio) are that engine's, unless the
+    input names llama.cpp itself."""
     window = _window(text)
     counts = _mentions(window, ENGINES)
     first = _mentions("\n".join(failing), ENGINES) if failing else Counter()
+    if "llama.cpp" in counts and _EMBED_LLAMA_CPP & counts.keys() and not _LLAMA_CPP_BY_NAME.search(window):
+        del counts["llama.cpp"]
     return sorted(counts, key=lambda name: (-first[name], -counts[name]))
 
 

@@ -77,6 +77,19 @@ def test_agent_applications_named_as_their_users_and_logs_write_them() -> None:
     assert parse_input(react_log).client == "nemo-agent-toolkit"
 
 
+def test_llama_cpps_loader_records_in_an_ollama_log_are_ollamas() -> None:
+    """Ollama runs llama.cpp and relays its loader's records: they name Ollama's failure, unless the input
+    names llama.cpp itself."""
+    log = (
+        "Trying an acme GGUF in ollama:\n"
+        "llama_model_load: error loading model: error loading model architecture: unknown model architecture\n"
+    )
+    assert parse_input(log).engines == ["ollama"]
+    assert detect_engines("llama_model_load: error loading model: acme") == ["llama.cpp"]
+    named = log + "The same GGUF loads in llama-server b6123.\n"
+    assert set(parse_input(named).engines) == {"ollama", "llama.cpp"}
+
+
 def test_vllms_source_tag_names_it_without_its_process_tag() -> None:
     """vLLM's log format puts the OpenAI server module and line in brackets; SGLang names the same module
     only in a traceback's frame."""

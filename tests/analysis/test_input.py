@@ -250,12 +250,37 @@ def test_native_crash_lines_are_error_lines() -> None:
         "GGML_ASSERT(id >= 0 && id < n_expert) when running the 20b model\n"
         "SIGSEGV: segmentation violation\n"
     )
+    # The C++ exception's own message (what() of the terminate report) leads: the line above only names its type.
     assert parse_input(text).signatures == [
+        "Unexpected content at end of input",
         "terminate called after throwing an instance of 'std::runtime_error'",
-        "what():  Unexpected content at end of input",
         "GGML_ASSERT(id >= 0 && id < n_expert) when running the 20b model",
         "SIGSEGV: segmentation violation",
     ]
+
+
+def test_a_title_quoting_part_of_an_error_line_gives_way_to_it() -> None:
+    """A report's first line that repeats four words in a row of a later error line is its title: the line
+    itself is the error. A later line that quotes the whole title gives way to the title instead."""
+    report = (
+        "acme-20b at 1.2.3 has invalid qzx type 39\n\n"
+        "I load it with the acme loader.\n"
+        "acme_loader: tensor 'blk.0.w' has invalid qzx type 39 (NONE)\n"
+    )
+    assert parse_input(report).signatures[0] == "acme_loader: tensor 'blk.0.w' has invalid qzx type 39 (NONE)"
+    error = "acme: error: unrecognized arguments: --qzx demo"
+    assert parse_input(f"{error}\n\nI get:\n`{error}`\n").signatures == [error]
+
+
+def test_a_forms_heading_over_the_error_is_no_error_line() -> None:
+    form = "Error: acme-20b - Unknown error\n\nError Details\n\nProvider: acme\n\nError Output\nConnection error.\n"
+    assert not {"Error Details", "Error Output"} & set(parse_input(form).signatures)
+    assert "Connection error." in parse_input(form).signatures
+
+
+def test_ollamas_start_up_record_gives_its_version() -> None:
+    log = 'time=2025-08-07T11:18:18 level=INFO source=routes.go:1350 msg="Listening on [::]:11434 (version 0.11.3)"'
+    assert parse_input(log).versions == {"ollama": "0.11.3"}
 
 
 def test_a_failing_records_own_tag_names_its_engine() -> None:

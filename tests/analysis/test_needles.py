@@ -38,6 +38,7 @@ EXAMPLES = [
     "Qwen3", "Mistral-7", "gemma-3",
     "$ vllm serve x", "# docker run --gpus all", "> python -m vllm.entrypoints.openai.api_server",
     "against vllm (0.19.0)", "openai_harmony-0.0.4-cp38-abi3-manylinux_2_28_aarch64.whl",
+    'msg="Listening on [::]:11434 (version 0.11.3)"',
     "tool_choice: required",
     "vLLM API server version 0.10.1", "vllm==0.10.1", "vllm-openai:v0.10.2", "vllm 0.10.1", "vllm version 0.10.1",
     "openai-harmony==0.0.4", "openai_harmony 0.0.4", "transformers==4.55.0", "torch 2.8.0", "torch==2.8.0",
