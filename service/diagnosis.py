@@ -224,13 +224,16 @@ def drives_harmony(parsed: ParsedInput) -> bool:
 
 
 def runs_elsewhere(parsed: ParsedInput) -> str | None:
-    """The engines the failure names when vLLM is not one of them (``SGLang``), or openai-harmony when the
-    user's own code calls it and no engine is named; else None."""
-    if not parsed.failure_engines:
+    """The engines the failure names when vLLM is not one of them (``SGLang``); when the failure names none,
+    the engines the input names anywhere, if vLLM is not one (a described symptom under another engine's
+    launch command or log); openai-harmony when the user's own code calls it and no engine is named; else
+    None."""
+    engines = parsed.failure_engines or parsed.engines
+    if not engines:
         return OWN_HARMONY if drives_harmony(parsed) else None
-    if "vllm" in parsed.failure_engines:
+    if "vllm" in engines:
         return None
-    return ", ".join(engine_name(e) for e in parsed.failure_engines)
+    return ", ".join(engine_name(e) for e in engines)
 
 
 def _vllm_threads(ids: Iterable[str]) -> bool:
@@ -241,11 +244,14 @@ def _vllm_threads(ids: Iterable[str]) -> bool:
 
 
 def vllm_only(action: Action) -> bool:
-    """An action only a vLLM server takes: upgrading or checking vLLM, a ``VLLM_`` variable, or a server
-    flag every source of which is a vLLM thread."""
+    """An action only a vLLM server takes: upgrading or checking vLLM, a ``VLLM_`` variable, a server flag
+    every source of which is a vLLM thread, or a workaround that names vLLM and every source of which is a
+    vLLM thread (which endpoint of vLLM to call, where vLLM puts a fine-tune's answer)."""
     target = action.target.strip("`")
     if target.lower() == "vllm" or target.startswith("VLLM_"):
         return True
+    if action.kind == "workaround" and "vllm" in action.text.lower():
+        return _vllm_threads(action.sources)
     return target.startswith("--") and _vllm_threads(action.sources)
 
 

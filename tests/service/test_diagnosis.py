@@ -332,6 +332,35 @@ def test_a_report_from_another_engine_gets_no_vllm_only_advice() -> None:
     assert shown == ["vllm", "--tool-call-parser", "VLLM_ATTENTION_BACKEND"]
 
 
+def test_a_symptom_under_another_engines_command_gets_no_vllm_workaround() -> None:
+    """A behaviour report whose only engine is named by its launch command (no failing line names one) runs that
+    engine: a workaround about vLLM's endpoints, backed only by vLLM threads, is not offered; one that does not
+    name vLLM stays."""
+    problem = _problem(
+        kind="setup",
+        errors=(),
+        fix_prs=(),
+        fixed_in={},
+        status="not-a-bug",
+        actions=(
+            Action(kind="workaround", target="endpoint", when=("always",), text="Call vLLM's acme endpoint instead.",
+                   sources=("vllm-project/vllm#1",)),
+            Action(kind="workaround", target="retry", when=("always",), text="Retry the acme call.",
+                   sources=("vllm-project/vllm#1",)),
+        ),
+    )  # fmt: skip
+    report = (
+        "The answer is missing from the acme field while the reasoning is there.\n\n"
+        "python3 -m dynamo.trtllm \\\n    --model-path /models/gpt-oss-120b \\\n    --tensor-parallel-size 2\n"
+    )
+    parsed = parse_input(report)
+    assert "tensorrt-llm" in parsed.engines and "vllm" not in parsed.engines
+    status = verdict(problem, parsed, KNOWLEDGE)
+    assert [a.target for a in actions(problem, status, parsed)] == ["retry"]
+    on_vllm = parse_input(report.replace("python3 -m dynamo.trtllm", "vllm serve"))
+    assert [a.target for a in actions(problem, verdict(problem, on_vllm, KNOWLEDGE), on_vllm)] == ["endpoint", "retry"]
+
+
 # --- the real docs through the engine ----------------------------------------------------------------
 
 ERROR_200002 = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
