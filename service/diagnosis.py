@@ -549,6 +549,8 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
                 continue  # the input shows it set so: repeating it is no advice
         if parsed is not None and _engine_mismatch(action, parsed):
             continue
+        if parsed is not None and action.target == "endpoint" and _calls_named_endpoint(action, parsed):
+            continue  # "call /v1/chat/completions": the input's own request already does
         if action.kind == "upgrade":
             if upgrade is not None and (action.target or "").lower() == (upgrade.target or "").lower():
                 # The verdict's own upgrade (to the release with the fix) replaces the doc's upgrade of the
@@ -571,6 +573,18 @@ def actions(problem: Problem, status: VerdictOut, parsed: ParsedInput | None = N
     if upgrade is not None:
         out.insert(0, upgrade)
     return out[:MAX_ACTIONS]
+
+
+_ENDPOINT = re.compile(r"/v1/[a-z_/]{3,40}[a-z]")
+
+
+def _calls_named_endpoint(action: Action, parsed: ParsedInput) -> bool:
+    """True when the input's own request goes to an API path the action tells the user to call (its text's
+    first sentence, before the colon): the step is what the input already does."""
+    wanted = set(_ENDPOINT.findall(action.text.split(":", 1)[0]))
+    # A request the input shows: a URL with that path, or an access-log line of it ("POST /v1/..."). Not the
+    # route list of a server's start-up log, which names every path it serves.
+    return any(re.search(rf"(?:https?://\S{{1,200}}|\bPOST ){re.escape(path)}\b", parsed.text) for path in wanted)
 
 
 def _already_set(action: Action, shown: dict[str, str]) -> bool:

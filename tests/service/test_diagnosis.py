@@ -361,6 +361,33 @@ def test_a_symptom_under_another_engines_command_gets_no_vllm_workaround() -> No
     assert [a.target for a in actions(problem, verdict(problem, on_vllm, KNOWLEDGE), on_vllm)] == ["endpoint", "retry"]
 
 
+def test_a_step_to_call_an_endpoint_is_left_out_when_the_inputs_request_already_calls_it() -> None:
+    problem = _problem(
+        kind="setup",
+        errors=(),
+        fix_prs=(),
+        fixed_in={},
+        status="not-a-bug",
+        actions=(
+            Action(kind="workaround", target="endpoint", when=("always",),
+                   text="Call /v1/chat/completions or /v1/responses: the acme path returns raw text.",
+                   sources=("o/r#1",)),
+        ),
+    )  # fmt: skip
+    symptom = "the acme answer comes back with the analysis text glued into content"
+
+    def shown(text: str) -> list[str]:
+        parsed = parse_input(text)
+        return [a.target for a in actions(problem, verdict(problem, parsed, KNOWLEDGE), parsed)]
+
+    assert shown(f'curl -X POST "https://acme.example/oai/api/v1/chat/completions" -d {{}}\n{symptom}') == []
+    assert shown(f'INFO:     127.0.0.1:51234 - "POST /v1/responses HTTP/1.1" 200 OK\n{symptom}') == []
+    # A server's start-up route list names every path it serves: no request of the input's.
+    routes = "(APIServer pid=7) INFO 11-23 10:01:02 [launcher.py:44] Route: /v1/chat/completions, Methods: POST"
+    assert shown(f"{routes}\n{symptom}") == ["endpoint"]
+    assert shown(f'curl "http://localhost:8000/v1/completions" -d {{}}\n{symptom}') == ["endpoint"]
+
+
 # --- the real docs through the engine ----------------------------------------------------------------
 
 ERROR_200002 = "openai_harmony.HarmonyError: Unexpected token 200002 while expecting start token 200006"
