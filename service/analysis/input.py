@@ -352,8 +352,11 @@ _OPTION_ENV = re.compile(
 
 
 def _option(name: str, value: str | None) -> str:
-    """``--name value`` as read off a command line; a sentence's colon or comma after the value is not it."""
+    """``--name value`` as read off a command line; a sentence's colon, comma or full stop after the value is not
+    it ("... is --moe-runner-backend triton_kernel."; a lone "." or ".." is a path and stays)."""
     value = value.rstrip(":,;`") if value else value
+    if value and len(value) > 1 and value.endswith(".") and value[-2] not in "./":
+        value = value[:-1].rstrip(":,;`")  # "vllm`." closes a quote, then the sentence
     return f"{name} {value}" if value else name
 
 

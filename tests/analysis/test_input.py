@@ -636,6 +636,9 @@ def test_llama_servers_short_options_are_read_as_its_long_names() -> None:
 def test_a_sentences_colon_after_a_flags_value_is_not_the_value() -> None:
     flags = parse_input("llama-server -m acme.gguf -fa on: then it crashes").flags
     assert flags == ["--model acme.gguf", "--flash-attn on"]
+    said = "The only runner that works with sglang is --moe-runner-backend triton_kernel. Others fail."
+    assert parse_input(said).flags == ["--moe-runner-backend triton_kernel"]
+    assert parse_input("vllm serve . --download-dir ..").flags == ["--download-dir .."]
 
 
 def test_an_options_name_is_not_a_token_id() -> None:
