@@ -157,7 +157,10 @@ RULES: tuple[Rule, ...] = (
             r"|requires \d+(?:\.x)? architecture|\bsm_?\d{2,3}a?\b|PTXAS|triton\.runtime\.errors"
             r"|Failed to import Triton|Check failed|Could not construct fused moe op"
             r"|no kernel image is available"
-            r"|\bgfx\d{3,4}\b|hipError|CUDA (?:driver )?error|driver version|insufficient for CUDA runtime"
+            # A driver error, or a CUDA/HIP error that says the device cannot run the code; not any CUDA error
+            # (an illegal memory access is a kernel's bug, a bare "CUDA error" says nothing of the cause).
+            r"|\bgfx\d{3,4}\b|hipError|CUDA driver error|invalid device function|driver version"
+            r"|insufficient for CUDA runtime"
         ),
         "the GPU, driver or kernel build cannot run the requested kernels (compute capability, "
         "architecture, Triton/FlashInfer build)",

@@ -93,11 +93,26 @@ def test_vocab_download_failures_are_the_environments(text: str) -> None:
         ("vllm: error: unrecognized arguments: --tool-server demo", "install-build"),
         ("AssertionError: Sinks are only supported in FlashAttention 3", "attention-backend"),
         ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "resources"),
+        ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "quantization-kernels"),
+        ("torch.AcceleratorError: HIP error: invalid device function", "quantization-kernels"),
     ],
 )
 def test_gpu_kernel_and_install_failures_are_the_environments(text: str, component: str) -> None:
     origin = classify_origin(parse_input(text), [])
     assert (origin.side, origin.component) == ("environment", component)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+        "ggml-cuda/fattn-wmma-f16.cu:437: CUDA error",
+    ],
+)
+def test_a_cuda_error_that_names_no_device_limit_is_not_the_environments(text: str) -> None:
+    """An illegal memory access is a kernel's bug and a bare "CUDA error" says nothing of the cause: no rule puts
+    them on the GPU or driver (the known issues decide)."""
+    assert classify_origin(parse_input(text), []).side != "environment"
 
 
 def test_an_assertion_in_vllms_own_quantisation_code_is_a_server_bug() -> None:
