@@ -332,53 +332,50 @@ def test_a_report_from_another_engine_gets_no_vllm_only_advice() -> None:
     assert shown == ["vllm", "--tool-call-parser", "VLLM_ATTENTION_BACKEND"]
 
 
+def _workarounds(*rows: tuple[str, str, str]) -> Problem:
+    """A not-a-bug setup problem whose actions are workarounds (target, text, source), always offered."""
+    return _problem(
+        kind="setup",
+        errors=(),
+        fix_prs=(),
+        fixed_in={},
+        status="not-a-bug",
+        actions=tuple(
+            Action(kind="workaround", target=target, when=("always",), text=text, sources=(source,))
+            for target, text, source in rows
+        ),
+    )
+
+
+def _shown(problem: Problem, text: str) -> list[str]:
+    """The targets of the actions the diagnosis gives ``text`` for ``problem``."""
+    parsed = parse_input(text)
+    return [a.target for a in actions(problem, verdict(problem, parsed, KNOWLEDGE), parsed)]
+
+
 def test_a_symptom_under_another_engines_command_gets_no_vllm_workaround() -> None:
     """A behaviour report whose only engine is named by its launch command (no failing line names one) runs that
     engine: a workaround about vLLM's endpoints, backed only by vLLM threads, is not offered; one that does not
     name vLLM stays."""
-    problem = _problem(
-        kind="setup",
-        errors=(),
-        fix_prs=(),
-        fixed_in={},
-        status="not-a-bug",
-        actions=(
-            Action(kind="workaround", target="endpoint", when=("always",), text="Call vLLM's acme endpoint instead.",
-                   sources=("vllm-project/vllm#1",)),
-            Action(kind="workaround", target="retry", when=("always",), text="Retry the acme call.",
-                   sources=("vllm-project/vllm#1",)),
-        ),
-    )  # fmt: skip
+    problem = _workarounds(
+        ("endpoint", "Call vLLM's acme endpoint instead.", "vllm-project/vllm#1"),
+        ("retry", "Retry the acme call.", "vllm-project/vllm#1"),
+    )
     report = (
         "The answer is missing from the acme field while the reasoning is there.\n\n"
         "python3 -m dynamo.trtllm \\\n    --model-path /models/gpt-oss-120b \\\n    --tensor-parallel-size 2\n"
     )
-    parsed = parse_input(report)
-    assert "tensorrt-llm" in parsed.engines and "vllm" not in parsed.engines
-    status = verdict(problem, parsed, KNOWLEDGE)
-    assert [a.target for a in actions(problem, status, parsed)] == ["retry"]
-    on_vllm = parse_input(report.replace("python3 -m dynamo.trtllm", "vllm serve"))
-    assert [a.target for a in actions(problem, verdict(problem, on_vllm, KNOWLEDGE), on_vllm)] == ["endpoint", "retry"]
+    assert {"tensorrt-llm"} <= set(parse_input(report).engines) and "vllm" not in parse_input(report).engines
+    assert _shown(problem, report) == ["retry"]
+    assert _shown(problem, report.replace("python3 -m dynamo.trtllm", "vllm serve")) == ["endpoint", "retry"]
 
 
 def test_a_step_to_call_an_endpoint_is_left_out_when_the_inputs_request_already_calls_it() -> None:
-    problem = _problem(
-        kind="setup",
-        errors=(),
-        fix_prs=(),
-        fixed_in={},
-        status="not-a-bug",
-        actions=(
-            Action(kind="workaround", target="endpoint", when=("always",),
-                   text="Call /v1/chat/completions or /v1/responses: the acme path returns raw text.",
-                   sources=("o/r#1",)),
-        ),
-    )  # fmt: skip
+    problem = _workarounds(("endpoint", "Call /v1/chat/completions or /v1/responses: the acme path is raw.", "o/r#1"))
     symptom = "the acme answer comes back with the analysis text glued into content"
 
     def shown(text: str) -> list[str]:
-        parsed = parse_input(text)
-        return [a.target for a in actions(problem, verdict(problem, parsed, KNOWLEDGE), parsed)]
+        return _shown(problem, text)
 
     assert shown(f'curl -X POST "https://acme.example/oai/api/v1/chat/completions" -d {{}}\n{symptom}') == []
     assert shown(f'INFO:     127.0.0.1:51234 - "POST /v1/responses HTTP/1.1" 200 OK\n{symptom}') == []
