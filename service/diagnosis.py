@@ -653,11 +653,18 @@ def diagnose(
     todo = actions(problem, status, parsed)
     elsewhere = runs_elsewhere(parsed)
     if not todo and elsewhere is not None and any(vllm_only(a) for a in problem.actions):
-        # Every action the docs give is a vLLM server's: say so instead of pointing "below".
+        # Every action the docs give is a vLLM server's: say so instead of pointing "below", and point at the
+        # engine's own threads only when the list has one.
+        engines = set(parsed.failure_engines or parsed.engines)
+        listed = threads is not None and any(
+            threads.engine.get(h.doc.id) in engines or threads.repo_engine.get(h.doc.repo or "") in engines
+            for h in hits
+        )
+        where = "see its own threads below" if listed else "none of the issues below is about it either"
         status = status.model_copy(
             update={
                 "text": f"{status.text.split(':', 1)[0]}. The settings the reference docs give are vLLM's; none "
-                f"is recorded for {elsewhere}: see its own threads below."
+                f"is recorded for {elsewhere}: {where}."
             }
         )
     return DiagnosisOut(

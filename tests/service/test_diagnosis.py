@@ -370,6 +370,21 @@ def test_a_symptom_under_another_engines_command_gets_no_vllm_workaround() -> No
     assert _shown(problem, report.replace("python3 -m dynamo.trtllm", "vllm serve")) == ["endpoint", "retry"]
 
 
+def test_with_only_vllm_steps_the_status_points_at_the_engines_threads_only_when_one_is_listed() -> None:
+    vllm_step = _workarounds(("endpoint", "Call vLLM's acme endpoint instead.", "vllm-project/vllm#1"))
+    problems = Problems([vllm_step.model_copy(update={"errors": (LINE,)})])
+    report = parse_input(f"sglang 0.5.2: {LINE}")
+    threads = ThreadEngines(repo_engine={"sgl-project/sglang": "sglang"})
+
+    def status(*hits: Hit) -> str:
+        found = diagnose(report, problems, KNOWLEDGE, hits=list(hits), sections=[], threads=threads)
+        assert found is not None and not found.actions
+        return found.verdict.text
+
+    assert "see its own threads below" in status(_thread_hit(5, repo="sgl-project/sglang"))
+    assert "none of the issues below is about it" in status(_thread_hit(5, repo="vllm-project/vllm"))
+
+
 def test_a_step_to_call_an_endpoint_is_left_out_when_the_inputs_request_already_calls_it() -> None:
     problem = _workarounds(("endpoint", "Call /v1/chat/completions or /v1/responses: the acme path is raw.", "o/r#1"))
     symptom = "the acme answer comes back with the analysis text glued into content"
