@@ -94,7 +94,7 @@ class Calibration:
     """Lexical rank (0-based, exclusive) a semantic "high" must also reach."""
     error_word_idf: float = 0.5
     """A semantic "high" for an input with a strong error line that no signature of the thread matches needs the
-    thread to use one of that line's distinctive words: those whose idf is at least this share of the largest
+    thread to share a distinctive word of that line, one whose idf is at least this share of the largest
     (half: rarer than in one document of ~30). From probe 8's model-load error matched "high" to a
     tool-template thread of the same engine, which shares only "type" (0.47); dev, dev-hard, the outside tune
     half and silver keep every "high" at 0.5 (at 0.6 the tune half loses one)."""

@@ -167,7 +167,7 @@ _VERSION_PATTERNS: list[tuple[str, Needled]] = [
         "ollama",
         Needled(r"\bollama(?: version(?: is)?)?[= :]{1,10}" + _VERSION, ("ollama=", "ollama ", "ollama:"), re.I),
     ),
-    # Ollama's start-up record: msg="Listening on [::]:11434 (version 0.11.3)".
+    # Ollama's start-up record: the address it listens on, then its release in parentheses.
     ("ollama", Needled(r"\bListening on \S{1,80} \(version " + _VERSION + r"\)", ("listening on ",), re.I)),
     # Ollama's issue template: the answer under its "### Ollama version" heading.
     (

@@ -45,6 +45,17 @@ def test_an_environment_tables_absent_entries_name_no_platform() -> None:
     assert detect_platform("ROCM used to build PyTorch: N/A\nIs CUDA available: False") is None
 
 
+def test_a_long_logs_platform_comes_from_its_head_and_tail() -> None:
+    """The start-up line that names the platform heads a log, the failure ends it: both are read however long
+    the log is (the lines between are not scanned)."""
+    middle = "(APIServer pid=7) INFO 11-23 10:00:01 [loader.py:12] acme step {} done\n"
+    body = "".join(middle.format(i) for i in range(3000))
+    assert len(body) > 150_000 and detect_platform(body) is None
+    start = "INFO 01-02 03:04:05 [__init__.py:241] Automatically detected platform rocm.\n"
+    assert detect_platform(start + body) == "amd"
+    assert detect_platform(body + "RuntimeError: CUDA error: an illegal memory access was encountered\n") == "nvidia"
+
+
 def test_other_platform_needs_both_known_and_different() -> None:
     assert other_platform("amd", "nvidia") and not other_platform("amd", "amd")
     assert not other_platform(None, "nvidia") and not other_platform("amd", None)
