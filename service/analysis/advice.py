@@ -745,6 +745,13 @@ def _against_version(doc: Document, parsed: ParsedInput, kb: CuratedThreads) -> 
     return ""
 
 
+_UPGRADE_STEP = re.compile(
+    r"\b(?:upgraded?|updated?|newer|later) |\buntil (?:then|a fix|the fix)\b|\bin the meantime\b", re.I
+)
+"""A step that moves to another release ("upgrade Ollama", "use a newer vLLM", "pull ... the updated template"),
+or one meant only for the time before it ("until then, ...")."""
+
+
 def _card_advice(
     hits: Sequence[Document], related: bool, parsed: ParsedInput, kb: CuratedThreads, shown: dict[str, str]
 ) -> list[Advice]:
@@ -761,13 +768,16 @@ def _card_advice(
     shows_command = command_shown(parsed)
     for doc in hits:
         note = _against_version(doc, parsed, kb)
+        # Not known to be this failure, and its fix is in the input's release already: its fix and its steps
+        # to upgrade are no lead; a workaround of another kind ("reduce the context size") may still be one.
+        outdated = related and bool(note)
         typed = card_flags(doc)
         moot = [item for item in typed if _moot(item, shown, shows_command)]
         typed = [item for item in typed if item not in moot]
         steps: list[str] = []
-        if doc.fix and (doc.fix_confirmed or doc.state == "merged"):
+        if doc.fix and (doc.fix_confirmed or doc.state == "merged") and not outdated:
             steps.append(doc.fix)
-        steps.extend(doc.workarounds)
+        steps.extend(step for step in doc.workarounds if not (outdated and _UPGRADE_STEP.search(step)))
         unused = [item for item in moot if item.action == "avoid"]
         steps = [
             step

@@ -637,6 +637,25 @@ def test_a_related_threads_fix_is_offered_only_for_the_inputs_engine_and_client(
     assert related("LangChain ChatOpenAI with gpt-oss: the acme call fails", app) == []
 
 
+def test_a_related_threads_upgrade_is_no_lead_when_the_input_runs_a_later_release(
+    cards: dict[str, Document], kb: CuratedThreads
+) -> None:
+    """A related thread reported on an older release than the input's: its fix and its steps to upgrade (or meant
+    for the time until the fix) are left out; its other workarounds stay, with the note."""
+    threads = ThreadEngines.from_documents(list(cards.values()))
+    card = cards["ollama/ollama#11722"]
+    assert card.workarounds == ["reduce the context size", "upgrade Ollama"] and card.versions["ollama"]
+
+    def related(text: str) -> list[str]:
+        advice = advise(parse_input(text), [card], kb, matched=False, threads=threads)
+        return [a.summary for a in advice if a.sources == [card.id]]
+
+    [old] = related("Ollama 0.11.0 with gpt-oss:20b: the acme runner stops")
+    assert old.endswith(": reduce the context size / upgrade Ollama")
+    [new] = related("Ollama 0.12.6 with gpt-oss:20b: the acme runner stops")
+    assert new.endswith(": reduce the context size") and "you run 0.12.6" in new
+
+
 def test_a_related_threads_fix_needs_a_word_of_the_inputs_error_line(
     cards: dict[str, Document], kb: CuratedThreads
 ) -> None:
