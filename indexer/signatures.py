@@ -112,9 +112,7 @@ _WRAPPER = re.compile(
 _SOURCE_INTRO = (" in source:", " in source: ")
 # Python's lines between the tracebacks of one chained failure: they say where a traceback starts, not
 # what failed.
-CHAINING = re.compile(
-    r"^(?:traceback \(most recent|during handling of the above|the above exception\b)", re.I
-)
+CHAINING = re.compile(r"^(?:traceback \(most recent|during handling of the above|the above exception\b)", re.I)
 # A user's line that introduces the error pasted below it ("... I am getting the following error:", "...
 # gives the following error"): it names no failure of its own, so it is the user's sentence, not an error line.
 # A sentence that says the user met "this error" and quotes none of it ("Later I get this error when running the
@@ -410,6 +408,8 @@ def keyed_error_lines(text: str, limit: int = 40) -> list[tuple[ErrorLine, str]]
 
 
 QUOTED_MIN = 20
+"""Characters from which an error line found whole inside another line (a title that quotes the log line)
+stands for it."""
 TITLE_MAX = 160
 """A first line longer than this is a paragraph, not a title."""
 TITLE_RUN_WORDS = 4
@@ -425,8 +425,6 @@ def _shares_a_run(title: str, other: str) -> bool:
         if len(run) >= QUOTED_MIN and run in other:
             return True
     return False
-"""Characters from which an error line found whole inside another line (a title that quotes the log line)
-stands for it."""
 
 
 def _without_quoting_lines(found: list[tuple[ErrorLine, str]]) -> list[tuple[ErrorLine, str]]:

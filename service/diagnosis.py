@@ -51,9 +51,7 @@ def problem_id(problem: Problem) -> str:
     return problem.anchor
 
 
-_QUESTION = re.compile(
-    r"^(?:which|how|what|can|could|does|do|is|are|should|why|where|when)\b[^\n]{0,300}\?$", re.I
-)
+_QUESTION = re.compile(r"^(?:which|how|what|can|could|does|do|is|are|should|why|where|when)\b[^\n]{0,300}\?$", re.I)
 
 
 def asks(parsed: ParsedInput) -> bool:
@@ -186,12 +184,7 @@ def _words(text: str) -> set[str]:
 def problem_engines(problem: Problem, threads: ThreadEngines) -> frozenset[str]:
     """The serving engines a problem's threads are about (its sources, fix and open PRs), by the index's
     reading of each thread (else its repository's name); empty for an engine-neutral problem."""
-    found: set[str] = set()
-    for thread in problem.threads:
-        engine = threads.engine.get(thread) or threads.repo_engine.get(thread.partition("#")[0])
-        if engine is not None:
-            found.add(engine)
-    return frozenset(found)
+    return frozenset(engine for thread in problem.threads if (engine := threads.thread_engine(thread)) is not None)
 
 
 def problem_platforms(problem: Problem, threads: ThreadEngines) -> frozenset[str]:
@@ -656,10 +649,7 @@ def diagnose(
         # Every action the docs give is a vLLM server's: say so instead of pointing "below", and point at the
         # engine's own threads only when the list has one.
         engines = set(parsed.failure_engines or parsed.engines)
-        listed = threads is not None and any(
-            threads.engine.get(h.doc.id) in engines or threads.repo_engine.get(h.doc.repo or "") in engines
-            for h in hits
-        )
+        listed = threads is not None and any(threads.thread_engine(h.doc.id) in engines for h in hits)
         where = "see its own threads below" if listed else "none of the issues below is about it either"
         status = status.model_copy(
             update={

@@ -275,17 +275,18 @@ class LookupEngine:
         budget = Budget(self.settings.lookup_budget)
         self.reload_if_changed()
         snap = self._snapshot
+        threads = snap.retriever.engines
         parsed = parse_input(text)
         if parsed.client is None:
             # Client applications the index knows (repositories of client-side threads), by name.
-            named = snap.retriever.engines.named_client(parsed.account)
+            named = threads.named_client(parsed.account)
             if named is not None:
                 parsed = parsed.model_copy(update={"client": named})
         if not parsed.engines:
             # Serving engines the index knows beyond the engine table (exo, gpustack, ...), by name.
-            server = snap.retriever.engines.named_server(parsed.account)
+            server = threads.named_server(parsed.account)
             if server is not None:
-                by_name = snap.retriever.engines.named_server
+                by_name = threads.named_server
                 failure = parsed.named_by_failure([server], lambda t: [by_name(t)])
                 parsed = parsed.model_copy(update={"engines": [server], "failure_engines": failure})
         if parsed.numbers:
@@ -315,7 +316,7 @@ class LookupEngine:
                 snap.knowledge,
                 hits=confident,
                 sections=result.sections,
-                threads=snap.retriever.engines,
+                threads=threads,
             )
         )
         # An error string a known problem lists is a match to trust even when no thread is close.
@@ -330,7 +331,6 @@ class LookupEngine:
             if h.doc.id.startswith("reference/")
             and (h.confidence == "high" or trusted.intersection(h.doc.references))
         ]
-        threads = snap.retriever.engines
         fitting = of_the_match(
             of_the_platform(
                 of_failing_engines(confident, parsed.failure_engines, threads.engine), parsed.platform, threads.platform
@@ -373,7 +373,7 @@ class LookupEngine:
                             evidence,
                             snap.curated,
                             matched=not no_match,
-                            threads=snap.retriever.engines,
+                            threads=threads,
                             related={doc.id for doc in evidence if snap.retriever.shares_error_words(doc, parsed)},
                         )
                     ),

@@ -74,7 +74,6 @@ def titled(signature: str, title: str) -> bool:
     return len(core) >= TITLED_MIN_CHARS and core.lower() in title.lower()
 
 
-
 ERROR_LINE_CHARS = 300
 """An error line longer than this is the user's paragraph around the error, not a line the software wrote."""
 
@@ -86,6 +85,7 @@ def _software_errors(parsed: ParsedInput) -> list[str]:
         for line in parsed.evidence
         if line.weight >= 1.0 and not line.said and len(line.text) <= ERROR_LINE_CHARS
     ][:3]
+
 
 class DenseSearch(Protocol):
     """The dense leg: nearest documents to a query vector (the Chroma store implements it)."""
@@ -926,7 +926,7 @@ class Retriever:
             and (doc.component in components if doc.kind is not DocKind.REFERENCE_SECTION else bool(components))
             # An error line the software wrote whose distinctive words the thread never uses: another failure
             # in the same engine, however close the words around it (a model-load error against a tool-template
-            # thread). One such word is enough to stay ("sinks" for an attention-sink TypeError).
+            # thread). One such word in the thread is enough to stay.
             and (e.signature >= c.signature_medium or self.shares_error_words(doc, parsed))
         )
         if exact or close_text:

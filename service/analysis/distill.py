@@ -201,9 +201,8 @@ _PYDANTIC_DETAIL = re.compile(r"\[type=[\w.]{1,60}(?:, input_value=|\])|errors\.
 
 def _is_prose(line: str, first: bool = False) -> bool:
     """``first``: the input's first line, where a report's title stands (its tag is not code there)."""
-    if "[type=" in line or "pydantic.dev" in line:
-        if _PYDANTIC_DETAIL.search(line):
-            return False
+    if ("[type=" in line or "pydantic.dev" in line) and _PYDANTIC_DETAIL.search(line):
+        return False
     line = QUOTE_MARK.sub("", line, count=1)
     if first:
         line = _TITLE_TAG.sub("", line, count=1)

@@ -363,8 +363,8 @@ class ThreadEngines:
     """Names of the other serving engines the data knows (exo, gpustack, ...), beyond the named ones:
     repositories whose threads are mostly about their own server and whose name the data uses for it."""
     platform: dict[str, str] = field(default_factory=dict)
-    """Thread id -> the GPU platform (``amd``, ``nvidia``) of a hardware thread whose repository, title or
-    error strings name one (service/analysis/platforms.py); a Harmony or API thread has none."""
+    """Thread id -> the accelerator platform (:func:`~service.analysis.platforms.detect_platform`) of a hardware
+    thread whose repository, title or error strings name one; a Harmony or API thread has none."""
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document]) -> ThreadEngines:
@@ -441,6 +441,11 @@ class ThreadEngines:
             server_names=frozenset(servers.values()),
             platform=platform,
         )
+
+    def thread_engine(self, thread: str) -> str | None:
+        """The engine a thread (``owner/name#number``) is about: the index's reading of it, else the engine its
+        repository is named after."""
+        return self.engine.get(thread) or self.repo_engine.get(thread.partition("#")[0])
 
     def named_server(self, text: str) -> str | None:
         """A serving engine of the data (not one of :data:`ENGINES`) that the input names by its name."""

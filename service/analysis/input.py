@@ -52,7 +52,7 @@ class ParsedInput(BaseModel):
     client: str | None = Field(default=None, description="Client framework that reported the error")
     engines: list[str] = Field(default=[], description="Serving engines the input names, the failing one first")
     platform: str | None = Field(
-        default=None, description="GPU platform the input shows: amd or nvidia (service/analysis/platforms.py)"
+        default=None, description="Accelerator platform the input shows: amd, gaudi, ascend or nvidia (platforms.py)"
     )
     failure_engines: list[str] = Field(
         default=[],
@@ -697,10 +697,9 @@ def parse_input(text: str) -> ParsedInput:
     threads, numbers = _named_threads([*distilled.prose, *distilled.plain, *users], seen)
     # A lead-in to an error ("... is:") with no error line anywhere: the paste may have left the error out.
     # A notice (a deprecation, a hint) or an access line is no error line: the announced error is still missing.
-    failing = any(e.kind in {"exception", "message", "error", "warning"} for e in lines)
     announced = (
         next((p for p in distilled.prose if (p.endswith(":") and LEAD_IN.search(p)) or POINTER.search(p)), None)
-        if not failing
+        if not signatures
         else None
     )
     # Where the user says the model works is no failing engine; the needles of that phrasing are rare in logs.
